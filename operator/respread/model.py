@@ -1,0 +1,345 @@
+"""Slim, immutable records of the cluster objects the pipeline reads, and the ClusterState.
+
+Only what the pipeline needs is kept. Records that replicas of one workload share (labels,
+scheduling specs, owner references) are interned by the loader, so 150,000 pods of a few
+thousand workloads cost little more than their names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final
+
+
+class Labels(Mapping[str, str]):
+    """An immutable, hashable string map (labels, nodeSelector, selected annotations)."""
+
+    __slots__ = ("_hash", "_items")
+
+    def __init__(self, items: Mapping[str, str] | None = None) -> None:
+        self._items: dict[str, str] = dict(items or {})
+        self._hash = hash(frozenset(self._items.items()))
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return self._items.get(key, default)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Labels):
+            return self._hash == other._hash and self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Labels({self._items!r})"
+
+
+EMPTY_LABELS: Final = Labels()
+
+
+class Op(str, Enum):
+    """Operators of label-selector and node-selector requirements."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    op: Op
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: matchLabels folded into In requirements, all ANDed.
+
+    A nil selector is represented by ``None`` where a selector is optional, and matches nothing.
+    ``LabelSelector(())`` is ``{}``: it matches everything.
+    """
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def with_terms(self, extra: tuple[Requirement, ...]) -> LabelSelector:
+        return LabelSelector(self.requirements + extra) if extra else self
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of required node affinity: expressions on labels and fields, ANDed."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    """What the NodeAffinity filter checks: nodeSelector AND (any required term, if set)."""
+
+    node_selector: Labels = EMPTY_LABELS
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.node_selector and self.required_terms is None
+
+
+NO_AFFINITY: Final = NodeAffinity()
+
+
+class Effect(str, Enum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: Effect
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists | Lt | Gt
+    value: str = ""
+    effect: Effect | None = None
+
+
+UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", "", Effect.NO_SCHEDULE)
+
+
+class When(str, Enum):
+    DO_NOT_SCHEDULE = "DoNotSchedule"
+    SCHEDULE_ANYWAY = "ScheduleAnyway"
+
+
+class Policy(str, Enum):
+    HONOR = "Honor"
+    IGNORE = "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """One entry of ``spec.topologySpreadConstraints`` as written (before defaults)."""
+
+    max_skew: int
+    topology_key: str
+    when: When
+    selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: Policy | None = None
+    node_taints_policy: Policy | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Requested or allocatable resources: CPU in millicores, the rest in whole units."""
+
+    cpu: int = 0
+    memory: int = 0
+    ephemeral: int = 0
+    extended: tuple[tuple[str, int], ...] = ()
+
+    def fits_in(self, free: Resources) -> bool:
+        if self.cpu > free.cpu or self.memory > free.memory or self.ephemeral > free.ephemeral:
+            return False
+        if not self.extended:
+            return True
+        available = dict(free.extended)
+        return all(amount <= available.get(name, 0) for name, amount in self.extended if amount)
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu + other.cpu,
+            self.memory + other.memory,
+            self.ephemeral + other.ephemeral,
+            _merge(self.extended, other.extended, 1),
+        )
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu - other.cpu,
+            self.memory - other.memory,
+            self.ephemeral - other.ephemeral,
+            _merge(self.extended, other.extended, -1),
+        )
+
+
+def _merge(
+    a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...], sign: int
+) -> tuple[tuple[str, int], ...]:
+    if not b:
+        return a
+    total = dict(a)
+    for name, amount in b:
+        total[name] = total.get(name, 0) + sign * amount
+    return tuple(sorted(total.items()))
+
+
+NO_RESOURCES: Final = Resources()
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """The scheduling-relevant part of a pod spec; shared by all replicas of a template."""
+
+    constraints: tuple[SpreadConstraint, ...] = ()
+    affinity: NodeAffinity = NO_AFFINITY
+    tolerations: tuple[Toleration, ...] = ()
+    requests: Resources = NO_RESOURCES
+    priority_class: str = ""
+    local_storage: bool = False
+    persistent_volume_claims: bool = False
+
+
+EMPTY_SPEC: Final = PodSpec()
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    controller: bool = True
+
+
+class Phase(str, Enum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: Labels
+    spec: PodSpec
+    node_name: str | None = None
+    phase: Phase = Phase.RUNNING
+    terminating: bool = False
+    ready: bool = True
+    priority: int = 0
+    owner: OwnerRef | None = None
+    created: float | None = None  # seconds since the epoch
+    annotations: Labels = EMPTY_LABELS  # only the annotations respread reads
+    nominated_node: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in (Phase.SUCCEEDED, Phase.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    labels: Labels
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: Resources | None = None  # None: not reported, so resources are not modelled
+    max_pods: int | None = None
+    ready: bool = True
+    created: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    generation: int = 0
+    observed_generation: int = 0
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def stale(self) -> bool:
+        return self.observed_generation < self.generation
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    labels: Labels
+    spec: PodSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A pod controller: Deployment, ReplicaSet, StatefulSet, ReplicationController, Job, ..."""
+
+    kind: str
+    namespace: str
+    name: str
+    selector: LabelSelector | None = None
+    replicas: int | None = None
+    template: PodTemplate | None = None
+    owner: OwnerRef | None = None
+    generation: int = 0
+    observed_generation: int = 0
+    created: float | None = None
+    revision: str | None = None  # deployment.kubernetes.io/revision on ReplicaSets
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.namespace, self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    namespace: str
+    name: str
+    selector: Labels | None
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    labels: Labels = EMPTY_LABELS
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    budgets: tuple[DisruptionBudget, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    services: tuple[Service, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
+    taken_at: float | None = field(default=None, compare=False)

@@ -1,0 +1,675 @@
+"""Turning Kubernetes manifests (as ``kubectl get -o yaml|json`` writes them) into a ClusterState.
+
+Pure: the caller reads the files and hands over their text. A malformed object is reported as a
+Problem naming its source, kind, name and field, and left out; everything else still loads.
+Unknown kinds are ignored. Shared substructures are interned, which is what keeps the model small.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+import yaml
+
+from respread.model import (
+    EMPTY_LABELS,
+    NO_AFFINITY,
+    ClusterState,
+    DisruptionBudget,
+    Effect,
+    LabelSelector,
+    Labels,
+    Namespace,
+    Node,
+    NodeAffinity,
+    NodeSelectorTerm,
+    Op,
+    OwnerRef,
+    Phase,
+    Pod,
+    PodSpec,
+    PodTemplate,
+    Policy,
+    Requirement,
+    Resources,
+    Service,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+    When,
+    Workload,
+)
+from respread.quantity import QuantityError, milli, units
+
+# Annotations the pipeline reads; every other annotation is dropped at load time.
+KEPT_ANNOTATIONS = frozenset(
+    {
+        "respread.io/evict",
+        "karpenter.sh/do-not-disrupt",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict",
+        "kubernetes.io/config.mirror",
+        "deployment.kubernetes.io/revision",
+    }
+)
+
+WORKLOAD_KINDS = frozenset(
+    {"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job", "DaemonSet"}
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One object that could not be read, and why."""
+
+    source: str
+    kind: str
+    name: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.kind} {self.name}" if self.name else self.kind or "document"
+        at = f" field {self.field}:" if self.field else ""
+        return f"{self.source}: {where}:{at} {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    state: ClusterState
+    problems: tuple[Problem, ...]
+
+
+class FieldError(ValueError):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+# --------------------------------------------------------------------------------------------
+# Text -> documents
+
+
+def documents_from_text(text: str, source: str) -> Iterator[tuple[str, Any]]:
+    """Every object in a YAML or JSON text, with ``kind: List`` (and ``*List``) unwrapped."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            loaded: Iterable[Any] = [json.loads(text)]
+        except json.JSONDecodeError:
+            loaded = _yaml_documents(text)
+    else:
+        loaded = _yaml_documents(text)
+    for doc in loaded:
+        yield from _unwrap(doc, source)
+
+
+def _yaml_documents(text: str) -> list[Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return list(yaml.load_all(text, Loader=loader))
+
+
+def _unwrap(doc: Any, source: str) -> Iterator[tuple[str, Any]]:
+    if doc is None:
+        return
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _unwrap(item, source)
+        return
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            yield from _unwrap(item, source)
+        return
+    yield source, doc
+
+
+# --------------------------------------------------------------------------------------------
+# Documents -> ClusterState
+
+
+class _Interner:
+    """Returns one shared instance per distinct value."""
+
+    def __init__(self) -> None:
+        self._seen: dict[object, object] = {}
+
+    def __call__(self, value: T) -> T:
+        return self._seen.setdefault(value, value)  # type: ignore[return-value]
+
+
+def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
+    intern = _Interner()
+    nodes: list[Node] = []
+    pods: list[Pod] = []
+    budgets: list[DisruptionBudget] = []
+    workloads: list[Workload] = []
+    services: list[Service] = []
+    namespaces: list[Namespace] = []
+    problems: list[Problem] = []
+    parsers: dict[str, tuple[Callable[[Mapping[str, Any], _Interner], Any], list[Any]]] = {
+        "Node": (_node, nodes),
+        "Pod": (_pod, pods),
+        "PodDisruptionBudget": (_budget, budgets),
+        "Service": (_service, services),
+        "Namespace": (_namespace, namespaces),
+        **{kind: (_workload, workloads) for kind in WORKLOAD_KINDS},
+    }
+    for source, doc in docs:
+        if not isinstance(doc, dict):
+            problems.append(Problem(source, "", "", "", "not a Kubernetes object (not a mapping)"))
+            continue
+        kind = doc.get("kind")
+        if not isinstance(kind, str) or kind not in parsers:
+            continue
+        meta = doc.get("metadata")
+        name = meta.get("name", "") if isinstance(meta, dict) else ""
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        label = f"{namespace}/{name}" if namespace and kind != "Namespace" else str(name)
+        parse, into = parsers[kind]
+        try:
+            into.append(parse(doc, intern))
+        except FieldError as err:
+            problems.append(Problem(source, kind, label, err.path, err.message))
+    state = ClusterState(
+        nodes=tuple(nodes),
+        pods=tuple(pods),
+        budgets=tuple(budgets),
+        workloads=tuple(workloads),
+        services=tuple(services),
+        namespaces=tuple(namespaces),
+        taken_at=taken_at,
+    )
+    return LoadResult(state, tuple(problems))
+
+
+def load_texts(texts: Iterable[tuple[str, str]], taken_at: float | None = None) -> LoadResult:
+    """Parse several (source, text) pairs; a text that is not YAML/JSON becomes one Problem."""
+    docs: list[tuple[str, Any]] = []
+    problems: list[Problem] = []
+    for source, text in texts:
+        try:
+            docs.extend(documents_from_text(text, source))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problems.append(Problem(source, "", "", "", f"not valid YAML or JSON{where}"))
+    result = load_documents(docs, taken_at)
+    return LoadResult(result.state, tuple(problems) + result.problems)
+
+
+# --------------------------------------------------------------------------------------------
+# Field helpers
+
+
+def _get(obj: Mapping[str, Any], path: str, key: str, kind: type[T], default: T) -> T:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if kind is int and isinstance(value, bool):
+        raise FieldError(f"{path}.{key}", f"expected an integer, got {value!r}")
+    if not isinstance(value, kind):
+        raise FieldError(f"{path}.{key}", f"expected {_kind_name(kind)}, got {value!r}")
+    return value
+
+
+def _kind_name(kind: type) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer"}.get(
+        kind, kind.__name__
+    )
+
+
+def _map(obj: Mapping[str, Any], path: str, key: str) -> dict[str, Any]:
+    return _get(obj, path, key, dict, {})
+
+
+def _list(obj: Mapping[str, Any], path: str, key: str) -> list[Any]:
+    return _get(obj, path, key, list, [])
+
+
+def _str(obj: Mapping[str, Any], path: str, key: str, default: str = "") -> str:
+    return _get(obj, path, key, str, default)
+
+
+def _labels(obj: Mapping[str, Any], path: str, key: str, intern: _Interner) -> Labels:
+    raw = _map(obj, path, key)
+    if not raw:
+        return EMPTY_LABELS
+    for k, v in raw.items():
+        if not isinstance(k, str) or not isinstance(v, str | int | float | bool):
+            raise FieldError(f"{path}.{key}", f"expected string values, got {k!r}: {v!r}")
+    return intern(Labels({k: _label_value(v) for k, v in raw.items()}))
+
+
+def _label_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _time(meta: Mapping[str, Any], key: str) -> float | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, datetime):  # YAML may already have parsed it
+        return value.timestamp()
+    if not isinstance(value, str):
+        raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {value!r}")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {value!r}") from None
+
+
+def _meta(doc: Mapping[str, Any], namespaced: bool) -> tuple[dict[str, Any], str, str]:
+    meta = _map(doc, "", "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise FieldError("metadata.name", "missing")
+    namespace = _str(meta, "metadata", "namespace", "default") if namespaced else ""
+    return meta, name, namespace
+
+
+# --------------------------------------------------------------------------------------------
+# Selectors, affinity, tolerations, constraints
+
+
+def _requirements(
+    raw: list[Any], path: str, allowed: frozenset[Op], intern: _Interner
+) -> tuple[Requirement, ...]:
+    out: list[Requirement] = []
+    for i, item in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            raise FieldError(where, "expected a mapping")
+        key = item.get("key")
+        if not isinstance(key, str) or not key:
+            raise FieldError(f"{where}.key", "missing")
+        try:
+            op = Op(item.get("operator"))
+        except ValueError:
+            raise FieldError(f"{where}.operator", f"unknown operator {item.get('operator')!r}") from None
+        if op not in allowed:
+            raise FieldError(f"{where}.operator", f"operator {op.value} is not allowed here")
+        values = _list(item, where, "values")
+        if op in (Op.IN, Op.NOT_IN) and not values:
+            raise FieldError(f"{where}.values", f"must be non-empty for operator {op.value}")
+        if op in (Op.EXISTS, Op.DOES_NOT_EXIST) and values:
+            raise FieldError(f"{where}.values", f"must be empty for operator {op.value}")
+        if op in (Op.GT, Op.LT) and len(values) != 1:
+            raise FieldError(f"{where}.values", f"must have exactly one value for {op.value}")
+        out.append(intern(Requirement(key, op, tuple(_label_value(v) for v in values))))
+    return tuple(out)
+
+
+_LABEL_OPS = frozenset({Op.IN, Op.NOT_IN, Op.EXISTS, Op.DOES_NOT_EXIST})
+_NODE_OPS = frozenset(Op)
+_FIELD_OPS = frozenset({Op.IN, Op.NOT_IN})
+
+
+def label_selector(raw: Any, path: str, intern: _Interner | None = None) -> LabelSelector | None:
+    """A metav1.LabelSelector; ``None`` (nil) stays None."""
+    intern = intern or _Interner()
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise FieldError(path, "expected a label selector mapping")
+    match_labels = _map(raw, path, "matchLabels")
+    reqs = [
+        intern(Requirement(k, Op.IN, (_label_value(v),)))
+        for k, v in sorted(match_labels.items())
+    ]
+    reqs.extend(_requirements(_list(raw, path, "matchExpressions"), f"{path}.matchExpressions",
+                              _LABEL_OPS, intern))
+    return intern(LabelSelector(tuple(reqs)))
+
+
+def _affinity(spec: Mapping[str, Any], intern: _Interner) -> NodeAffinity:
+    node_selector = _labels(spec, "spec", "nodeSelector", intern)
+    affinity = _map(spec, "spec", "affinity")
+    node_aff = _map(affinity, "spec.affinity", "nodeAffinity")
+    base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    if required is not None:
+        if not isinstance(required, dict):
+            raise FieldError(base, "expected a mapping")
+        parsed = []
+        for i, term in enumerate(_list(required, base, "nodeSelectorTerms")):
+            where = f"{base}.nodeSelectorTerms[{i}]"
+            if not isinstance(term, dict):
+                raise FieldError(where, "expected a mapping")
+            exprs = _requirements(_list(term, where, "matchExpressions"),
+                                  f"{where}.matchExpressions", _NODE_OPS, intern)
+            fields = _requirements(_list(term, where, "matchFields"), f"{where}.matchFields",
+                                   _FIELD_OPS, intern)
+            for j, f in enumerate(fields):
+                if f.key != "metadata.name" or len(f.values) != 1:
+                    raise FieldError(f"{where}.matchFields[{j}]",
+                                     "only metadata.name with exactly one value is supported")
+            parsed.append(NodeSelectorTerm(exprs, fields))
+        terms = tuple(parsed)
+    if not node_selector and terms is None:
+        return NO_AFFINITY
+    return intern(NodeAffinity(node_selector, terms))
+
+
+def _effect(value: Any, path: str) -> Effect:
+    try:
+        return Effect(value)
+    except ValueError:
+        raise FieldError(path, f"unknown taint effect {value!r}") from None
+
+
+def _tolerations(spec: Mapping[str, Any], intern: _Interner) -> tuple[Toleration, ...]:
+    out = []
+    for i, raw in enumerate(_list(spec, "spec", "tolerations")):
+        where = f"spec.tolerations[{i}]"
+        if not isinstance(raw, dict):
+            raise FieldError(where, "expected a mapping")
+        effect = raw.get("effect")
+        operator = _str(raw, where, "operator", "Equal") or "Equal"
+        if operator not in ("Equal", "Exists", "Lt", "Gt"):
+            raise FieldError(f"{where}.operator", f"unknown operator {operator!r}")
+        out.append(
+            Toleration(
+                key=_str(raw, where, "key"),
+                operator=operator,
+                value=_label_value(raw.get("value", "")),
+                effect=_effect(effect, f"{where}.effect") if effect else None,
+            )
+        )
+    return intern(tuple(out))
+
+
+def _policy(raw: Mapping[str, Any], where: str, key: str) -> Policy | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    try:
+        return Policy(value)
+    except ValueError:
+        raise FieldError(f"{where}.{key}", f"must be Honor or Ignore, got {value!r}") from None
+
+
+def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> SpreadConstraint:
+    """One topology spread constraint, validated as the API server validates it (section 9)."""
+    intern = intern or _Interner()
+    if not isinstance(raw, dict):
+        raise FieldError(where, "expected a mapping")
+    max_skew = _get(raw, where, "maxSkew", int, 0)
+    if max_skew <= 0:
+        raise FieldError(f"{where}.maxSkew", "must be greater than zero")
+    key = _str(raw, where, "topologyKey")
+    if not key:
+        raise FieldError(f"{where}.topologyKey", "must not be empty")
+    try:
+        when = When(raw.get("whenUnsatisfiable"))
+    except ValueError:
+        raise FieldError(f"{where}.whenUnsatisfiable",
+                         "must be DoNotSchedule or ScheduleAnyway") from None
+    min_domains = raw.get("minDomains")
+    if min_domains is not None:
+        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
+            raise FieldError(f"{where}.minDomains", "must be greater than zero")
+        if when is not When.DO_NOT_SCHEDULE:
+            raise FieldError(f"{where}.minDomains",
+                             "may only be set with whenUnsatisfiable DoNotSchedule")
+    keys = _list(raw, where, "matchLabelKeys")
+    if any(not isinstance(k, str) or not k for k in keys):
+        raise FieldError(f"{where}.matchLabelKeys", "keys must be non-empty strings")
+    selector = label_selector(raw.get("labelSelector"), f"{where}.labelSelector", intern)
+    if keys and selector is None:
+        raise FieldError(f"{where}.matchLabelKeys", "requires labelSelector to be set")
+    return intern(
+        SpreadConstraint(
+            max_skew=max_skew,
+            topology_key=key,
+            when=when,
+            selector=selector,
+            min_domains=min_domains,
+            node_affinity_policy=_policy(raw, where, "nodeAffinityPolicy"),
+            node_taints_policy=_policy(raw, where, "nodeTaintsPolicy"),
+            match_label_keys=tuple(keys),
+        )
+    )
+
+
+def _constraints(spec: Mapping[str, Any], intern: _Interner) -> tuple[SpreadConstraint, ...]:
+    # Two entries on one {topologyKey, whenUnsatisfiable} would fail API validation, but the
+    # scheduler evaluates each independently, and so does respread: no check here.
+    raw = _list(spec, "spec", "topologySpreadConstraints")
+    return intern(tuple(
+        spread_constraint(c, f"spec.topologySpreadConstraints[{i}]", intern)
+        for i, c in enumerate(raw)
+    ))
+
+
+# --------------------------------------------------------------------------------------------
+# Resources
+
+
+def _resources(raw: Mapping[str, Any], path: str) -> Resources:
+    cpu = memory = ephemeral = 0
+    extended: dict[str, int] = {}
+    for name, value in raw.items():
+        try:
+            if name == "cpu":
+                cpu = milli(value)
+            elif name == "memory":
+                memory = units(value)
+            elif name == "ephemeral-storage":
+                ephemeral = units(value)
+            elif name != "pods":
+                extended[name] = units(value)
+        except QuantityError as err:
+            raise FieldError(f"{path}.{name}", str(err)) from None
+    return Resources(cpu, memory, ephemeral, tuple(sorted(extended.items())))
+
+
+def _max(a: Resources, b: Resources) -> Resources:
+    ext = dict(a.extended)
+    for name, amount in b.extended:
+        ext[name] = max(ext.get(name, 0), amount)
+    return Resources(max(a.cpu, b.cpu), max(a.memory, b.memory), max(a.ephemeral, b.ephemeral),
+                     tuple(sorted(ext.items())))
+
+
+def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
+    res = _map(container, path, "resources")
+    # API defaulting: a limit with no request requests the limit.
+    merged = {**_map(res, f"{path}.resources", "limits"),
+              **_map(res, f"{path}.resources", "requests")}
+    return _resources(merged, f"{path}.resources.requests")
+
+
+def _pod_requests(spec: Mapping[str, Any]) -> Resources:
+    """The scheduler's effective request: max(sum of containers, each init container) + overhead."""
+    total = Resources()
+    for i, c in enumerate(_list(spec, "spec", "containers")):
+        if isinstance(c, dict):
+            total = total + _container_requests(c, f"spec.containers[{i}]")
+    for i, c in enumerate(_list(spec, "spec", "initContainers")):
+        if isinstance(c, dict):
+            total = _max(total, _container_requests(c, f"spec.initContainers[{i}]"))
+    overhead = _map(spec, "spec", "overhead")
+    return total + _resources(overhead, "spec.overhead") if overhead else total
+
+
+# --------------------------------------------------------------------------------------------
+# Kinds
+
+
+def _pod_spec(spec: Mapping[str, Any], intern: _Interner) -> PodSpec:
+    volumes = [v for v in _list(spec, "spec", "volumes") if isinstance(v, dict)]
+    return intern(
+        PodSpec(
+            constraints=_constraints(spec, intern),
+            affinity=_affinity(spec, intern),
+            tolerations=_tolerations(spec, intern),
+            requests=intern(_pod_requests(spec)),
+            priority_class=_str(spec, "spec", "priorityClassName"),
+            local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
+            persistent_volume_claims=any(
+                "persistentVolumeClaim" in v or "ephemeral" in v for v in volumes
+            ),
+        )
+    )
+
+
+def _owner(meta: Mapping[str, Any], intern: _Interner) -> OwnerRef | None:
+    refs = [r for r in _list(meta, "metadata", "ownerReferences") if isinstance(r, dict)]
+    chosen = next((r for r in refs if r.get("controller") is True), None)
+    if chosen is None and len(refs) == 1 and refs[0].get("controller") is None:
+        chosen = refs[0]  # hand-written manifests often omit `controller`
+    if chosen is None:
+        return None
+    kind, name = chosen.get("kind"), chosen.get("name")
+    if not isinstance(kind, str) or not isinstance(name, str):
+        raise FieldError("metadata.ownerReferences", "kind and name must be strings")
+    return intern(OwnerRef(kind, name, True))
+
+
+def _kept_annotations(meta: Mapping[str, Any], intern: _Interner) -> Labels:
+    raw = _map(meta, "metadata", "annotations")
+    kept = {k: str(v) for k, v in raw.items() if k in KEPT_ANNOTATIONS}
+    return intern(Labels(kept)) if kept else EMPTY_LABELS
+
+
+def _ready(status: Mapping[str, Any], default: bool) -> bool:
+    for cond in _list(status, "status", "conditions"):
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return default
+
+
+def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
+    meta, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    status = _map(doc, "", "status")
+    phase_raw = _str(status, "status", "phase", "Running" if spec.get("nodeName") else "Pending")
+    try:
+        phase = Phase(phase_raw)
+    except ValueError:
+        raise FieldError("status.phase", f"unknown phase {phase_raw!r}") from None
+    priority = _get(spec, "spec", "priority", int, 0)
+    node_name = _str(spec, "spec", "nodeName") or None
+    return Pod(
+        namespace=intern(namespace),
+        name=name,
+        labels=_labels(meta, "metadata", "labels", intern),
+        spec=_pod_spec(spec, intern),
+        node_name=intern(node_name) if node_name else None,
+        phase=phase,
+        terminating=meta.get("deletionTimestamp") is not None,
+        ready=_ready(status, default=phase is Phase.RUNNING),
+        priority=priority,
+        owner=_owner(meta, intern),
+        created=_time(meta, "creationTimestamp"),
+        annotations=_kept_annotations(meta, intern),
+        nominated_node=_str(status, "status", "nominatedNodeName") or None,
+    )
+
+
+def _node(doc: Mapping[str, Any], intern: _Interner) -> Node:
+    meta, name, _ = _meta(doc, namespaced=False)
+    spec = _map(doc, "", "spec")
+    status = _map(doc, "", "status")
+    taints = []
+    for i, raw in enumerate(_list(spec, "spec", "taints")):
+        where = f"spec.taints[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
+            raise FieldError(where, "a taint needs a key")
+        taints.append(Taint(raw["key"], _label_value(raw.get("value", "")),
+                            _effect(raw.get("effect"), f"{where}.effect")))
+    alloc_raw = _map(status, "status", "allocatable") or _map(status, "status", "capacity")
+    allocatable = _resources(alloc_raw, "status.allocatable") if alloc_raw else None
+    max_pods: int | None = None
+    if "pods" in alloc_raw:
+        try:
+            max_pods = units(alloc_raw["pods"])
+        except QuantityError as err:
+            raise FieldError("status.allocatable.pods", str(err)) from None
+    return Node(
+        name=name,
+        labels=_labels(meta, "metadata", "labels", intern),
+        taints=intern(tuple(taints)),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        allocatable=intern(allocatable) if allocatable is not None else None,
+        max_pods=max_pods,
+        ready=_ready(status, default=True),
+        created=_time(meta, "creationTimestamp"),
+    )
+
+
+def _budget(doc: Mapping[str, Any], intern: _Interner) -> DisruptionBudget:
+    meta, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    status = _map(doc, "", "status")
+    return DisruptionBudget(
+        namespace=namespace,
+        name=name,
+        selector=label_selector(spec.get("selector"), "spec.selector", intern),
+        generation=_get(meta, "metadata", "generation", int, 0),
+        observed_generation=_get(status, "status", "observedGeneration", int, 0),
+        disruptions_allowed=_get(status, "status", "disruptionsAllowed", int, 0),
+        current_healthy=_get(status, "status", "currentHealthy", int, 0),
+        desired_healthy=_get(status, "status", "desiredHealthy", int, 0),
+        expected_pods=_get(status, "status", "expectedPods", int, 0),
+    )
+
+
+def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
+    kind = str(doc["kind"])
+    meta, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    status = _map(doc, "", "status")
+    raw_selector = spec.get("selector")
+    if kind == "ReplicationController" and isinstance(raw_selector, dict):
+        raw_selector = {"matchLabels": raw_selector}
+    template_raw = _map(spec, "spec", "template")
+    template = None
+    if template_raw:
+        tmeta = _map(template_raw, "spec.template", "metadata")
+        try:
+            tspec = _pod_spec(_map(template_raw, "spec.template", "spec"), intern)
+        except FieldError as err:
+            raise FieldError(f"spec.template.{err.path}", err.message) from None
+        template = PodTemplate(_labels(tmeta, "spec.template.metadata", "labels", intern), tspec)
+    replicas_key = "parallelism" if kind == "Job" else "replicas"
+    replicas = spec.get(replicas_key)
+    if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool)):
+        raise FieldError(f"spec.{replicas_key}", f"expected an integer, got {replicas!r}")
+    annotations = _map(meta, "metadata", "annotations")
+    revision = annotations.get("deployment.kubernetes.io/revision")
+    return Workload(
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        selector=label_selector(raw_selector, "spec.selector", intern),
+        replicas=replicas if kind != "DaemonSet" else None,
+        template=template,
+        owner=_owner(meta, intern),
+        generation=_get(meta, "metadata", "generation", int, 0),
+        observed_generation=_get(status, "status", "observedGeneration", int, 0),
+        created=_time(meta, "creationTimestamp"),
+        revision=str(revision) if revision is not None else None,
+    )
+
+
+def _service(doc: Mapping[str, Any], intern: _Interner) -> Service:
+    _, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    selector = _labels(spec, "spec", "selector", intern) if spec.get("selector") else None
+    return Service(namespace, name, selector)
+
+
+def _namespace(doc: Mapping[str, Any], intern: _Interner) -> Namespace:
+    meta, name, _ = _meta(doc, namespaced=False)
+    return Namespace(name, _labels(meta, "metadata", "labels", intern))

@@ -1,0 +1,458 @@
+"""kube-scheduler's PodTopologySpread semantics, from cluster state (spread-semantics.md).
+
+The vocabulary:
+
+- An *effective constraint* is a spec entry after defaults and the matchLabelKeys merge (section 2).
+- A *domain space* is the set of eligible domains for one constraint of one pod shape: which nodes
+  pass the all-keys gate and the inclusion policies (section 3), and each one's domain value.
+- A *count table* is the number of counted pods per domain (section 4), kept sparse: a domain that
+  is eligible but absent from the table holds zero pods. That keeps hostname constraints over
+  thousands of nodes cheap.
+- A *profile* is everything that decides how a pod is judged: namespace, effective constraints,
+  and (where a policy honours them) its node affinity and tolerations. Replicas share a profile.
+
+``SpreadIndex`` builds and caches all of these for one ClusterState. ``filter_node`` is the
+Filter (section 5); ``placement_verdict`` answers "does this bound pod's placement violate its
+constraints" by evaluating it as if it were being placed again, with itself removed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from respread.model import (
+    NO_AFFINITY,
+    ClusterState,
+    LabelSelector,
+    Labels,
+    Node,
+    NodeAffinity,
+    Op,
+    OwnerRef,
+    Pod,
+    PodSpec,
+    Policy,
+    Requirement,
+    SpreadConstraint,
+    Toleration,
+    When,
+    Workload,
+)
+from respread.selectors import affinity_matches, selector_matches, untolerated_taint
+
+HOSTNAME_KEY: Final = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveConstraint:
+    key: str
+    max_skew: int
+    when: When
+    selector: LabelSelector | None
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+    from_defaults: bool = False
+
+    @property
+    def hard(self) -> bool:
+        return self.when is When.DO_NOT_SCHEDULE
+
+
+def effective_constraints(
+    labels: Mapping[str, str],
+    constraints: Iterable[SpreadConstraint],
+    when: When,
+    from_defaults: bool = False,
+    default_selector: LabelSelector | None = None,
+) -> tuple[EffectiveConstraint, ...]:
+    """Section 2: the entries of one kind, with defaults and matchLabelKeys applied."""
+    out = []
+    for c in constraints:
+        if c.when is not when:
+            continue
+        if from_defaults:
+            selector = default_selector  # the derived selector replaces everything (section 8)
+        else:
+            selector = c.selector
+            if selector is not None and c.match_label_keys:
+                extra = tuple(
+                    Requirement(k, Op.IN, (labels[k],)) for k in c.match_label_keys if k in labels
+                )
+                selector = selector.with_terms(extra)
+        out.append(
+            EffectiveConstraint(
+                key=c.topology_key,
+                max_skew=c.max_skew,
+                when=c.when,
+                selector=selector,
+                min_domains=c.min_domains or 1,
+                honor_affinity=c.node_affinity_policy is not Policy.IGNORE,
+                honor_taints=c.node_taints_policy is Policy.HONOR,
+                from_defaults=from_defaults,
+            )
+        )
+    return tuple(out)
+
+
+class FilterStatus(str, Enum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"
+    UNRESOLVABLE = "UnschedulableAndUnresolvable"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How the scheduler judges pods of one shape: namespace, constraints, and what they honour."""
+
+    namespace: str
+    constraints: tuple[EffectiveConstraint, ...]
+    self_match: tuple[bool, ...]
+    affinity: NodeAffinity
+    tolerations: tuple[Toleration, ...]
+
+    @property
+    def gate_keys(self) -> frozenset[str]:
+        return frozenset(c.key for c in self.constraints)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainSpace:
+    """The eligible nodes of one constraint, and each one's domain value."""
+
+    node_domain: Mapping[str, str]
+    domain_nodes: Mapping[str, tuple[str, ...]]
+
+    @property
+    def size(self) -> int:
+        return len(self.domain_nodes)
+
+
+class CountTable:
+    """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0."""
+
+    __slots__ = ("_min", "counts", "space")
+
+    def __init__(self, space: DomainSpace, counts: dict[str, int]) -> None:
+        self.space = space
+        self.counts = counts
+        self._min: int | None = None
+
+    def get(self, domain: str) -> int:
+        return self.counts.get(domain, 0)
+
+    def add(self, domain: str, delta: int) -> None:
+        value = self.counts.get(domain, 0) + delta
+        if value:
+            self.counts[domain] = value
+        else:
+            self.counts.pop(domain, None)
+        self._min = None
+
+    def raw_min(self) -> int:
+        """The minimum over every eligible domain, zeros included (0 when there are none)."""
+        if len(self.counts) < self.space.size:
+            return 0
+        if self._min is None:
+            self._min = min(self.counts.values()) if self.counts else 0
+        return self._min
+
+    def global_min(self, min_domains: int, without: str | None = None) -> int:
+        """Section 5: 0 below minDomains eligible domains, else the minimum.
+
+        ``without`` names a domain one pod is taken out of first (a bound pod judged as if it
+        were being placed again).
+        """
+        if self.space.size < min_domains:
+            return 0
+        current = self.raw_min()
+        if without is None:
+            return current
+        return min(current, self.counts.get(without, 0) - 1)
+
+    def max_count(self) -> int:
+        return max(self.counts.values(), default=0)
+
+    def copy(self) -> CountTable:
+        return CountTable(self.space, dict(self.counts))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: FilterStatus
+    constraint: int | None = None  # index of the deciding constraint
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is FilterStatus.SUCCESS
+
+
+SUCCESS: Final = Verdict(FilterStatus.SUCCESS)
+
+
+def pod_counts(pod: Pod) -> bool:
+    """Whether a bound pod is in the scheduler's NodeInfo at all (section 4)."""
+    return not pod.terminating and not pod.finished
+
+
+class SpreadIndex:
+    """All spread state of one ClusterState, computed lazily and cached."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        default_constraints: tuple[SpreadConstraint, ...] = (),
+        empty_selector_matches_all: bool = False,
+        include_soft: bool = False,
+    ) -> None:
+        self.state = state
+        self.default_constraints = default_constraints
+        self.empty_selector_matches_all = empty_selector_matches_all
+        self.include_soft = include_soft
+        self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
+        # namespace -> labels -> node -> number of counted pods with exactly those labels
+        self.pods_by_labels: dict[str, dict[Labels, Counter[str]]] = defaultdict(dict)
+        for pod in state.pods:
+            if pod.node_name is None or pod.node_name not in self.nodes or not pod_counts(pod):
+                continue
+            per_node = self.pods_by_labels[pod.namespace].get(pod.labels)
+            if per_node is None:
+                per_node = self.pods_by_labels[pod.namespace][pod.labels] = Counter()
+            per_node[pod.node_name] += 1
+        self.workloads: dict[tuple[str, str, str], Workload] = {w.key: w for w in state.workloads}
+        self._spaces: dict[tuple[object, ...], DomainSpace] = {}
+        self._tables: dict[tuple[object, ...], CountTable] = {}
+        self._matches: dict[tuple[int, Labels], bool] = {}
+        self._profiles: dict[tuple[object, ...], Profile] = {}
+        self._workload_constraints = self._infer_workload_constraints()
+        self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
+
+    # ---- selectors -------------------------------------------------------------------------
+
+    def counts_pod(self, selector: LabelSelector | None, labels: Labels) -> bool:
+        """Whether the counting step counts a pod with these labels (mind the `{}` bug, 2.4)."""
+        if selector is None:
+            return False
+        if not selector.requirements:
+            return self.empty_selector_matches_all
+        key = (id(selector), labels)
+        hit = self._matches.get(key)
+        if hit is None:
+            hit = self._matches[key] = selector_matches(selector, labels)
+        return hit
+
+    # ---- the replacement's shape ----------------------------------------------------------
+
+    def _infer_workload_constraints(self) -> dict[tuple[str, str, str], tuple[SpreadConstraint, ...]]:
+        """Per controller, the constraints its replacements will carry.
+
+        The owner's template when the snapshot has it; otherwise the constraints its pods
+        declare (pods of one controller come from one template, and spread constraints are
+        immutable on a pod, so a pod that has them shows the template). Where pods disagree,
+        the most common non-empty set wins, ties to the first pod in name order.
+        """
+        out: dict[tuple[str, str, str], tuple[SpreadConstraint, ...]] = {}
+        seen: dict[tuple[str, str, str], Counter[tuple[SpreadConstraint, ...]]] = defaultdict(Counter)
+        first: dict[tuple[str, str, str], tuple[str, tuple[SpreadConstraint, ...]]] = {}
+        for pod in self.state.pods:
+            if pod.owner is None or not pod.spec.constraints:
+                continue
+            key = (pod.namespace, pod.owner.kind, pod.owner.name)
+            seen[key][pod.spec.constraints] += 1
+            if key not in first or pod.name < first[key][0]:
+                first[key] = (pod.name, pod.spec.constraints)
+        for key, counter in seen.items():
+            best = max(counter.values())
+            tied = {c for c, n in counter.items() if n == best}
+            out[key] = first[key][1] if first[key][1] in tied else min(tied, key=repr)
+        for w in self.state.workloads:
+            if w.template is not None:
+                out[w.key] = w.template.spec.constraints
+        return out
+
+    def replacement_constraints(self, pod: Pod) -> tuple[SpreadConstraint, ...]:
+        """The spread constraints the pod's replacement will carry (its owner's, else its own)."""
+        if pod.owner is None:
+            return pod.spec.constraints
+        inherited = self._workload_constraints.get((pod.namespace, pod.owner.kind, pod.owner.name))
+        if inherited is None:
+            return pod.spec.constraints
+        return inherited
+
+    def default_selector(self, pod: Pod) -> LabelSelector | None:
+        """Section 8: services selecting the pod, plus its RC/RS/StatefulSet's selector."""
+        key = (pod.namespace, pod.labels, pod.owner)
+        if key in self._default_selectors:
+            return self._default_selectors[key]
+        merged: dict[str, str] = {}
+        for svc in self.state.services:
+            if (svc.namespace == pod.namespace and svc.selector is not None
+                    and all(pod.labels.get(k) == v for k, v in svc.selector.items())):
+                merged.update(svc.selector)
+        reqs = [Requirement(k, Op.IN, (v,)) for k, v in sorted(merged.items())]
+        owner = pod.owner
+        if owner is not None:
+            w = self.workloads.get((pod.namespace, owner.kind, owner.name))
+            if w is not None and w.selector is not None:
+                if owner.kind == "ReplicationController":
+                    reqs = [r for r in reqs if not any(x.key == r.key for x in w.selector.requirements)]
+                    reqs.extend(w.selector.requirements)
+                elif owner.kind in ("ReplicaSet", "StatefulSet"):
+                    reqs.extend(w.selector.requirements)
+        result = LabelSelector(tuple(reqs)) if reqs else None
+        self._default_selectors[key] = result
+        return result
+
+    def profile_for(
+        self,
+        namespace: str,
+        labels: Labels,
+        spec: PodSpec,
+        constraints: tuple[SpreadConstraint, ...],
+        pod_for_defaults: Pod | None = None,
+    ) -> Profile:
+        """The profile of a pod with these labels and spec, carrying ``constraints``."""
+        key = (namespace, id(labels), id(spec), id(constraints),
+               pod_for_defaults.owner if pod_for_defaults is not None else None)
+        hit = self._profiles.get(key)
+        if hit is not None:
+            return hit
+        whens = [When.DO_NOT_SCHEDULE] + ([When.SCHEDULE_ANYWAY] if self.include_soft else [])
+        effective: list[EffectiveConstraint] = []
+        for when in whens:
+            if constraints:
+                effective.extend(effective_constraints(labels, constraints, when))
+            elif self.default_constraints and pod_for_defaults is not None:
+                selector = self.default_selector(pod_for_defaults)
+                if selector is not None:
+                    effective.extend(effective_constraints(
+                        labels, self.default_constraints, when, True, selector))
+        cons = tuple(effective)
+        honors_affinity = any(c.honor_affinity for c in cons)
+        honors_taints = any(c.honor_taints for c in cons)
+        profile = Profile(
+            namespace=namespace,
+            constraints=cons,
+            self_match=tuple(
+                c.selector is not None and selector_matches(c.selector, labels) for c in cons
+            ),
+            affinity=spec.affinity if honors_affinity else NO_AFFINITY,
+            tolerations=spec.tolerations if honors_taints else (),
+        )
+        self._profiles[key] = profile
+        return profile
+
+    def profile_of(self, pod: Pod) -> Profile:
+        """The profile of the pod's replacement: how its owner would place it again today."""
+        return self.profile_for(pod.namespace, pod.labels, pod.spec,
+                                self.replacement_constraints(pod), pod)
+
+    # ---- eligibility and counting ----------------------------------------------------------
+
+    def gate_keys(self, profile: Profile, index: int) -> frozenset[str]:
+        """All-keys gate: hard constraints are gated on every hard key, soft ones on soft keys."""
+        when = profile.constraints[index].when
+        return frozenset(c.key for c in profile.constraints if c.when is when)
+
+    def space(self, profile: Profile, index: int) -> DomainSpace:
+        c = profile.constraints[index]
+        gate = self.gate_keys(profile, index)
+        affinity = profile.affinity if c.honor_affinity else None
+        tolerations = profile.tolerations if c.honor_taints else None
+        key = (gate, c.key, affinity, tolerations)
+        hit = self._spaces.get(key)
+        if hit is not None:
+            return hit
+        node_domain: dict[str, str] = {}
+        domain_nodes: dict[str, list[str]] = defaultdict(list)
+        for node in self.state.nodes:
+            labels = node.labels
+            if any(k not in labels for k in gate):
+                continue
+            if affinity is not None and not affinity_matches(affinity, node):
+                continue
+            if tolerations is not None and untolerated_taint(tolerations, node.taints) is not None:
+                continue
+            value = labels[c.key]
+            node_domain[node.name] = value
+            domain_nodes[value].append(node.name)
+        space = DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()})
+        self._spaces[key] = space
+        return space
+
+    def table(self, profile: Profile, index: int) -> CountTable:
+        """The shared count table of a profile's constraint; copy it before changing it."""
+        c = profile.constraints[index]
+        space = self.space(profile, index)
+        key = (profile.namespace, c.selector, id(space))
+        hit = self._tables.get(key)
+        if hit is not None:
+            return hit
+        counts: dict[str, int] = {}
+        node_domain = space.node_domain
+        for labels, per_node in self.pods_by_labels.get(profile.namespace, {}).items():
+            if not self.counts_pod(c.selector, labels):
+                continue
+            for node_name, n in per_node.items():
+                domain = node_domain.get(node_name)
+                if domain is not None:
+                    counts[domain] = counts.get(domain, 0) + n
+        table = CountTable(space, counts)
+        self._tables[key] = table
+        return table
+
+    def tables(self, profile: Profile) -> tuple[CountTable, ...]:
+        return tuple(self.table(profile, i) for i in range(len(profile.constraints)))
+
+    def is_counted(self, profile: Profile, index: int, pod: Pod) -> bool:
+        """Whether ``pod`` (bound, in the profile's namespace) is in the constraint's counts."""
+        if pod.namespace != profile.namespace or pod.node_name is None or not pod_counts(pod):
+            return False
+        if pod.node_name not in self.space(profile, index).node_domain:
+            return False
+        return self.counts_pod(profile.constraints[index].selector, pod.labels)
+
+
+def filter_node(
+    profile: Profile,
+    tables: tuple[CountTable, ...],
+    node: Node,
+    counted: tuple[bool, ...] | None = None,
+    hard_only: bool = True,
+) -> Verdict:
+    """Section 5: the Filter for placing a pod of ``profile`` on ``node``.
+
+    ``counted[i]`` says the pod being judged is itself in ``tables[i]``, on this node: a bound
+    pod judged as if it were being placed again, which first takes it out of the counts.
+    """
+    for i, c in enumerate(profile.constraints):
+        if hard_only and not c.hard:
+            continue
+        value = node.labels.get(c.key)
+        if value is None:
+            return Verdict(FilterStatus.UNRESOLVABLE, i,
+                           f"node lacks the topology key {c.key} (missing required label)")
+        table = tables[i]
+        if counted is not None and counted[i]:
+            match_num = table.get(value) - 1
+            gmin = table.global_min(c.min_domains, without=value)
+        else:
+            match_num = table.get(value)
+            gmin = table.global_min(c.min_domains)
+        self_match = 1 if profile.self_match[i] else 0
+        if match_num + self_match - gmin > c.max_skew:
+            return Verdict(
+                FilterStatus.UNSCHEDULABLE, i,
+                f"{c.key} {value}: {match_num} + {self_match} - {gmin} > maxSkew {c.max_skew}",
+            )
+    return SUCCESS
+
+
+def owner_key(pod: Pod) -> tuple[str, str, str] | None:
+    owner: OwnerRef | None = pod.owner
+    return (pod.namespace, owner.kind, owner.name) if owner is not None else None
