@@ -229,6 +229,7 @@ class SpreadIndex:
         self._tables: dict[tuple[object, ...], CountTable] = {}
         self._matches: dict[tuple[int, Labels], bool] = {}
         self._profiles: dict[tuple[object, ...], Profile] = {}
+        self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints()
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
 
@@ -344,6 +345,7 @@ class SpreadIndex:
             affinity=spec.affinity if honors_affinity else NO_AFFINITY,
             tolerations=spec.tolerations if honors_taints else (),
         )
+        profile = self._profile_values.setdefault(profile, profile)
         self._profiles[key] = profile
         return profile
 
@@ -418,6 +420,34 @@ class SpreadIndex:
         return self.counts_pod(profile.constraints[index].selector, pod.labels)
 
 
+def check_constraint(
+    profile: Profile, index: int, table: CountTable, node: Node, counted: bool = False
+) -> Verdict:
+    """Section 5 for one constraint: may a pod of ``profile`` be placed on ``node``?
+
+    ``counted`` says the pod being judged is itself in ``table``, on this node: a bound pod
+    judged as if it were being placed again, which first takes it out of the counts.
+    """
+    c = profile.constraints[index]
+    value = node.labels.get(c.key)
+    if value is None:
+        return Verdict(FilterStatus.UNRESOLVABLE, index,
+                       f"node lacks the topology key {c.key} (missing required label)")
+    if counted:
+        match_num = table.get(value) - 1
+        gmin = table.global_min(c.min_domains, without=value)
+    else:
+        match_num = table.get(value)
+        gmin = table.global_min(c.min_domains)
+    self_match = 1 if profile.self_match[index] else 0
+    if match_num + self_match - gmin > c.max_skew:
+        return Verdict(
+            FilterStatus.UNSCHEDULABLE, index,
+            f"{c.key} {value}: {match_num} + {self_match} - {gmin} > maxSkew {c.max_skew}",
+        )
+    return SUCCESS
+
+
 def filter_node(
     profile: Profile,
     tables: tuple[CountTable, ...],
@@ -425,31 +455,13 @@ def filter_node(
     counted: tuple[bool, ...] | None = None,
     hard_only: bool = True,
 ) -> Verdict:
-    """Section 5: the Filter for placing a pod of ``profile`` on ``node``.
-
-    ``counted[i]`` says the pod being judged is itself in ``tables[i]``, on this node: a bound
-    pod judged as if it were being placed again, which first takes it out of the counts.
-    """
+    """Section 5: every constraint in spec order; the first failure decides the status."""
     for i, c in enumerate(profile.constraints):
         if hard_only and not c.hard:
             continue
-        value = node.labels.get(c.key)
-        if value is None:
-            return Verdict(FilterStatus.UNRESOLVABLE, i,
-                           f"node lacks the topology key {c.key} (missing required label)")
-        table = tables[i]
-        if counted is not None and counted[i]:
-            match_num = table.get(value) - 1
-            gmin = table.global_min(c.min_domains, without=value)
-        else:
-            match_num = table.get(value)
-            gmin = table.global_min(c.min_domains)
-        self_match = 1 if profile.self_match[i] else 0
-        if match_num + self_match - gmin > c.max_skew:
-            return Verdict(
-                FilterStatus.UNSCHEDULABLE, i,
-                f"{c.key} {value}: {match_num} + {self_match} - {gmin} > maxSkew {c.max_skew}",
-            )
+        verdict = check_constraint(profile, i, tables[i], node, counted[i] if counted else False)
+        if not verdict.ok:
+            return verdict
     return SUCCESS
 
 

@@ -1,0 +1,245 @@
+"""Spread analysis: every constraint group, its domain counts, skew and state.
+
+A *group* is the pods of one workload that share a profile (spread.py), seen through one of the
+profile's constraints. A group is Violated when at least one of its pods sits where the
+scheduler would not place it again today (the Filter, with the pod itself taken out of the
+counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is reported as
+``max(count) - globalMin`` over the eligible domains, as the design defines it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from respread.model import ClusterState, Namespace, Pod, When
+from respread.policy import RebalancePolicy
+from respread.selectors import selector_matches
+from respread.spread import (
+    CountTable,
+    EffectiveConstraint,
+    FilterStatus,
+    Profile,
+    SpreadIndex,
+    check_constraint,
+    pod_counts,
+)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadRef:
+    namespace: str
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+class GroupState(str, Enum):
+    BALANCED = "Balanced"
+    VIOLATED = "Violated"
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """The pods of one workload sharing one profile, by node."""
+
+    workload: WorkloadRef
+    profile: Profile
+    by_node: Mapping[str, tuple[Pod, ...]]
+
+    @property
+    def count(self) -> int:
+        return sum(len(p) for p in self.by_node.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    members: Members
+    index: int
+    counts: Mapping[str, int]  # sparse: eligible domains not listed hold 0
+    domains: tuple[str, ...]  # every eligible domain, sorted
+    global_min: int
+    skew: int
+    violating: int  # member pods the scheduler would not place where they are
+    unresolvable: int  # of those, pods on nodes lacking a topology key
+    minimum_moves: int | None  # exact, for this constraint alone; None: moves cannot fix it
+
+    @property
+    def constraint(self) -> EffectiveConstraint:
+        return self.members.profile.constraints[self.index]
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return self.members.workload
+
+    @property
+    def state(self) -> GroupState:
+        return GroupState.VIOLATED if self.violating else GroupState.BALANCED
+
+    def domain_count(self, domain: str) -> int:
+        return self.counts.get(domain, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    index: SpreadIndex
+    members: tuple[Members, ...]
+    groups: tuple[Group, ...]
+    pods_scanned: int = 0
+    namespaces_skipped: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def violations(self) -> tuple[Group, ...]:
+        return tuple(g for g in self.groups if g.state is GroupState.VIOLATED)
+
+
+def workload_of(pod: Pod, index: SpreadIndex) -> WorkloadRef:
+    """The top-level controller: a Deployment for its ReplicaSets' pods, else the owner."""
+    owner = pod.owner
+    if owner is None:
+        return WorkloadRef(pod.namespace, "Pod", pod.name)
+    if owner.kind == "ReplicaSet":
+        rs = index.workloads.get((pod.namespace, "ReplicaSet", owner.name))
+        if rs is not None and rs.owner is not None:
+            return WorkloadRef(pod.namespace, rs.owner.kind, rs.owner.name)
+        if rs is None:
+            # A Deployment names its ReplicaSets <deployment>-<pod-template-hash>.
+            h = pod.labels.get("pod-template-hash")
+            if h and owner.name.endswith("-" + h) and len(owner.name) > len(h) + 1:
+                return WorkloadRef(pod.namespace, "Deployment", owner.name[: -len(h) - 1])
+    return WorkloadRef(pod.namespace, owner.kind, owner.name)
+
+
+def namespace_selected(name: str, policy: RebalancePolicy, namespaces: Mapping[str, Namespace]) -> bool:
+    sel = policy.selection
+    if sel.include_namespaces and name not in sel.include_namespaces:
+        return False
+    if name in sel.exclude_namespaces:
+        return False
+    if sel.namespace_selector is not None:
+        ns = namespaces.get(name)
+        return ns is not None and selector_matches(sel.namespace_selector, ns.labels)
+    return True
+
+
+def build_index(state: ClusterState, policy: RebalancePolicy) -> SpreadIndex:
+    return SpreadIndex(
+        state,
+        default_constraints=policy.constraints.default_constraints,
+        empty_selector_matches_all=policy.constraints.empty_selector_matches_all,
+        include_soft=When.SCHEDULE_ANYWAY in policy.constraints.when_unsatisfiable,
+    )
+
+
+def collect_members(index: SpreadIndex, policy: RebalancePolicy) -> tuple[tuple[Members, ...], frozenset[str]]:
+    """Bound, live pods with spread constraints, grouped by workload and profile."""
+    state = index.state
+    namespaces = {n.name: n for n in state.namespaces}
+    selected: dict[str, bool] = {}
+    buckets: dict[tuple[WorkloadRef, int], dict[str, list[Pod]]] = defaultdict(dict)
+    profiles: dict[int, Profile] = {}
+    skipped: set[str] = set()
+    for pod in state.pods:
+        if pod.node_name is None or pod.node_name not in index.nodes or not pod_counts(pod):
+            continue
+        ok = selected.get(pod.namespace)
+        if ok is None:
+            ok = selected[pod.namespace] = namespace_selected(pod.namespace, policy, namespaces)
+        if not ok:
+            skipped.add(pod.namespace)
+            continue
+        profile = index.profile_of(pod)
+        if not any(wanted(c, policy) for c in profile.constraints):
+            continue
+        profiles[id(profile)] = profile
+        key = (workload_of(pod, index), id(profile))
+        buckets[key].setdefault(pod.node_name, []).append(pod)
+    members = tuple(
+        Members(workload, profiles[pid], {n: tuple(p) for n, p in sorted(by_node.items())})
+        for (workload, pid), by_node in sorted(buckets.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+    )
+    return members, frozenset(skipped)
+
+
+def wanted(constraint: EffectiveConstraint, policy: RebalancePolicy) -> bool:
+    return constraint.when in policy.constraints.when_unsatisfiable
+
+
+def violating_nodes(
+    index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
+) -> dict[str, FilterStatus]:
+    """Nodes whose members the scheduler would not place there again, for one constraint."""
+    profile = members.profile
+    out: dict[str, FilterStatus] = {}
+    table = tables[constraint]
+    selector = profile.constraints[constraint].selector
+    for node_name, pods in members.by_node.items():
+        node = index.nodes[node_name]
+        counted = node_name in table.space.node_domain and index.counts_pod(selector, pods[0].labels)
+        verdict = check_constraint(profile, constraint, table, node, counted)
+        if not verdict.ok:
+            out[node_name] = verdict.status
+    return out
+
+
+def minimum_moves(counts: list[int], max_skew: int, min_domains: int) -> int | None:
+    """The fewest pod moves that bring one constraint within maxSkew, if moves alone can.
+
+    Assumes every counted pod may move and every domain has room. Pods leave domains above the
+    final maximum H and fill domains below the final minimum L = H - maxSkew; the cost of a
+    target (L, H) is the larger of the two, minimised over L.
+    """
+    domains, total = len(counts), sum(counts)
+    if domains == 0:
+        return None
+    if domains < min_domains:
+        if total > max_skew * domains:
+            return None
+        return sum(max(0, c - max_skew) for c in counts)
+    best: int | None = None
+    for low in range(total // domains + 1):
+        high = low + max_skew
+        if high * domains < total:
+            continue
+        out = sum(c - high for c in counts if c > high)
+        into = sum(low - c for c in counts if c < low)
+        cost = max(out, into)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+def analyze(state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | None = None) -> Analysis:
+    index = index or build_index(state, policy)
+    members, skipped = collect_members(index, policy)
+    groups: list[Group] = []
+    for m in members:
+        tables = index.tables(m.profile)
+        for i, c in enumerate(m.profile.constraints):
+            if not wanted(c, policy):
+                continue
+            table = tables[i]
+            bad = violating_nodes(index, m, tables, i)
+            violating = sum(len(m.by_node[n]) for n in bad)
+            unresolvable = sum(len(m.by_node[n]) for n, s in bad.items()
+                               if s is FilterStatus.UNRESOLVABLE)
+            gmin = table.global_min(c.min_domains)
+            domains = tuple(sorted(table.space.domain_nodes))
+            moves = None
+            if violating:
+                moves = minimum_moves([table.get(d) for d in domains], c.max_skew, c.min_domains)
+            groups.append(Group(
+                members=m,
+                index=i,
+                counts=dict(table.counts),
+                domains=domains,
+                global_min=gmin,
+                skew=table.max_count() - gmin if domains else 0,
+                violating=violating,
+                unresolvable=unresolvable,
+                minimum_moves=moves,
+            ))
+    return Analysis(index, members, tuple(groups), len(state.pods), skipped)

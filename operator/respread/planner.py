@@ -1,0 +1,414 @@
+"""Violations -> an ordered eviction plan, with predicted landings and what was not planned.
+
+The planner simulates the scheduler. Each step evicts one pod that sits where the scheduler
+would not place it again, and predicts where its replacement lands: a node where every spread
+constraint of the replacement passes the Filter (with the evicted pod gone), and where node
+affinity, taints, cordons and resources allow it, with the capacity of earlier steps reserved.
+Among those nodes it prefers what the scheduler prefers: the fewest matching pods in the node's
+domains, then the node name. A step is kept only if it reduces the workload's violating pods
+and creates no violation in any other group whose counts it changes.
+
+Victim order, per workload profile (most violating profile first):
+
+1. the most crowded domain first: the pod's domain holds the most pods above the global
+   minimum (taking from the fullest domain is what makes the number of moves minimal);
+2. lowest priority first;
+3. pods pinned by nodeSelector or required node affinity last;
+4. the node holding the most pods of the workload first;
+5. the youngest pod first; then namespace/name.
+
+Protected pods (safety.py) and pods whose budget refuses any eviction are never chosen; another
+pod is tried instead. Pass 1 plans what this run may do within the policy's caps, cooldown and
+budgets; pass 2 goes on past them to find what later runs would do (Deferred) and so which
+violations can be fixed by eviction at all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
+from respread.budgets import BudgetLedger, BudgetVerdict
+from respread.model import Node, Pod
+from respread.placement import CapacityLedger, static_reasons
+from respread.policy import RebalancePolicy
+from respread.safety import pinned, protection
+from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
+
+
+class StepState(str, Enum):
+    PLANNED = "Planned"
+    DEFERRED = "Deferred"
+
+
+class SkipKind(str, Enum):
+    PROTECTED = "Protected"
+    BLOCKED = "Blocked"  # a budget refuses the eviction
+    NO_ROOM = "NoRoom"  # no node would take the replacement
+    WOULD_VIOLATE = "WouldViolate"  # the move would break another group
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    pod: Pod
+    workload: WorkloadRef
+    from_node: str
+    to_node: str
+    from_domain: tuple[tuple[str, str], ...]
+    to_domain: tuple[tuple[str, str], ...]
+    reason: str
+    state: StepState = StepState.PLANNED
+    deferred_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    pod: Pod
+    workload: WorkloadRef
+    kind: SkipKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the plan does for one violated group."""
+
+    group: Group
+    violating_after_run: int  # after this run's planned moves
+    violating_after_all: int  # after the deferred moves too
+    message: str
+
+    @property
+    def fixable(self) -> bool:
+        return self.violating_after_all == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    moves: tuple[Move, ...]
+    deferred: tuple[Move, ...]
+    skipped: tuple[Skip, ...]
+    outcomes: tuple[Outcome, ...]
+    budgets_used: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def predicted_violations(self) -> int:
+        return sum(1 for o in self.outcomes if o.violating_after_run)
+
+
+class _Simulation:
+    """Mutable working state of one planning run: counts, positions, capacity, budgets, caps."""
+
+    def __init__(self, analysis: Analysis, policy: RebalancePolicy) -> None:
+        self.index: SpreadIndex = analysis.index
+        self.policy = policy
+        self.nodes: dict[str, Node] = self.index.nodes
+        self.ledger = CapacityLedger(self.index.state.nodes, self.index.state.pods)
+        self.budgets = BudgetLedger(self.index.state.budgets)
+        # Working copies of every count table any analysed profile uses, shared like the originals.
+        self._copies: dict[int, CountTable] = {}
+        self.tables_of: dict[int, tuple[CountTable, ...]] = {}
+        self.users: dict[int, list[Members]] = defaultdict(list)  # table id -> members using it
+        self.by_namespace: dict[str, list[tuple[int, Profile, int, CountTable]]] = defaultdict(list)
+        for m in analysis.members:
+            tables = []
+            for i, original in enumerate(self.index.tables(m.profile)):
+                copy = self._copies.get(id(original))
+                if copy is None:
+                    copy = self._copies[id(original)] = original.copy()
+                    self.by_namespace[m.profile.namespace].append((id(copy), m.profile, i, copy))
+                tables.append(copy)
+                if m not in self.users[id(copy)]:
+                    self.users[id(copy)].append(m)
+            self.tables_of[id(m)] = tuple(tables)
+        self.positions: dict[int, dict[str, list[Pod]]] = {
+            id(m): {n: list(p) for n, p in m.by_node.items()} for m in analysis.members
+        }
+        self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
+        self.skipped: dict[int, Skip] = {}
+        self.per_node: Counter[str] = Counter()
+        self.per_namespace: Counter[str] = Counter()
+        self.per_workload: Counter[WorkloadRef] = Counter()
+        self.planned = 0
+
+    # ---- counts ------------------------------------------------------------------------
+
+    def tables_counting(self, pod: Pod) -> list[tuple[int, CountTable]]:
+        out = []
+        for tid, profile, i, table in self.by_namespace.get(pod.namespace, ()):
+            if self.index.counts_pod(profile.constraints[i].selector, pod.labels):
+                out.append((tid, table))
+        return out
+
+    def shift(self, tables: list[tuple[int, CountTable]], node: str, delta: int) -> set[int]:
+        changed = set()
+        for tid, table in tables:
+            domain = table.space.node_domain.get(node)
+            if domain is not None:
+                table.add(domain, delta)
+                changed.add(tid)
+        return changed
+
+    # ---- judging -----------------------------------------------------------------------
+
+    def wanted(self, profile: Profile) -> list[int]:
+        whens = self.policy.constraints.when_unsatisfiable
+        return [i for i, c in enumerate(profile.constraints) if c.when in whens]
+
+    def node_verdict(self, m: Members, node_name: str, pods: list[Pod]) -> Verdict | None:
+        """The first failing wanted constraint for members on this node, or None."""
+        profile = m.profile
+        tables = self.tables_of[id(m)]
+        node = self.nodes[node_name]
+        for i in self.wanted(profile):
+            table = tables[i]
+            counted = (node_name in table.space.node_domain
+                       and self.index.counts_pod(profile.constraints[i].selector, pods[0].labels))
+            verdict = check_constraint(profile, i, table, node, counted)
+            if not verdict.ok:
+                return verdict
+        return None
+
+    def violators(self, m: Members, constraint: int | None = None) -> int:
+        total = 0
+        profile = m.profile
+        tables = self.tables_of[id(m)]
+        for node_name, pods in self.positions[id(m)].items():
+            if not pods:
+                continue
+            if constraint is None:
+                bad = self.node_verdict(m, node_name, pods) is not None
+            else:
+                table = tables[constraint]
+                counted = (node_name in table.space.node_domain and self.index.counts_pod(
+                    profile.constraints[constraint].selector, pods[0].labels))
+                bad = not check_constraint(profile, constraint, table, self.nodes[node_name],
+                                           counted).ok
+            if bad:
+                total += len(pods)
+        return total
+
+    # ---- choosing ----------------------------------------------------------------------
+
+    def candidates(self, m: Members) -> list[tuple[Pod, Verdict]]:
+        profile = m.profile
+        tables = self.tables_of[id(m)]
+        found = []
+        for node_name, pods in self.positions[id(m)].items():
+            live = [p for p in pods if id(p) not in self.moved and id(p) not in self.skipped]
+            if not live:
+                continue
+            verdict = self.node_verdict(m, node_name, pods)
+            if verdict is None:
+                continue
+            node = self.nodes[node_name]
+            excess = 0
+            for i in self.wanted(profile):
+                c = profile.constraints[i]
+                value = node.labels.get(c.key)
+                if value is not None:
+                    excess = max(excess, tables[i].get(value) - tables[i].global_min(c.min_domains))
+            crowd = len(pods)
+            for pod in live:
+                found.append((pod, verdict, (-excess, pod.priority, pinned(pod), -crowd,
+                                             -(pod.created or 0.0), pod.namespace, pod.name)))
+        found.sort(key=lambda item: item[2])
+        return [(pod, verdict) for pod, verdict, _ in found]
+
+    def deferral(self, pod: Pod, workload: WorkloadRef, now: float | None,
+                 history: Mapping[WorkloadRef, float]) -> str:
+        ev = self.policy.eviction
+        last = history.get(workload)
+        if now is not None and last is not None and now - last < ev.cooldown:
+            return f"cooldown: {workload} had an eviction {int(now - last)}s ago"
+        if ev.max_per_run is not None and self.planned >= ev.max_per_run:
+            return f"maxPerRun {ev.max_per_run} reached"
+        if ev.max_per_workload is not None and self.per_workload[workload] >= ev.max_per_workload:
+            return f"maxPerWorkload {ev.max_per_workload} reached"
+        if ev.max_per_namespace is not None and self.per_namespace[pod.namespace] >= ev.max_per_namespace:
+            return f"maxPerNamespace {ev.max_per_namespace} reached"
+        assert pod.node_name is not None
+        if ev.max_per_node is not None and self.per_node[pod.node_name] >= ev.max_per_node:
+            return f"maxPerNode {ev.max_per_node} reached on {pod.node_name}"
+        check = self.budgets.check(pod)
+        if check.verdict is BudgetVerdict.EXHAUSTED:
+            return check.reason
+        return ""
+
+    def landing(self, m: Members, pod: Pod) -> tuple[Node | None, str]:
+        """The node the replacement is predicted to land on (the victim already taken out)."""
+        profile = m.profile
+        tables = self.tables_of[id(m)]
+        wanted = self.wanted(profile)
+        require_fit = self.policy.eviction.require_fit
+        best: tuple[tuple[int, str], Node] | None = None
+        refused: Counter[str] = Counter()
+        for node in self.index.state.nodes:
+            failed = next((v for i in wanted
+                           if not (v := check_constraint(profile, i, tables[i], node)).ok), None)
+            if failed is not None:
+                refused["topology spread"] += 1
+                continue
+            if require_fit:
+                static = static_reasons(pod.spec, node)
+                if static:
+                    refused[static[0].split(" (")[0]] += 1
+                    continue
+                fit = self.ledger.fit_reason(node.name, pod.spec.requests)
+                if fit:
+                    refused["no room" if "full" in fit else "insufficient resources"] += 1
+                    continue
+            score = sum(tables[i].get(node.labels.get(profile.constraints[i].key, "")) for i in wanted)
+            key = (score, node.name)
+            if best is None or key < best[0]:
+                best = (key, node)
+        if best is not None:
+            return best[1], ""
+        detail = ", ".join(f"{n} {why}" for why, n in refused.most_common())
+        return None, f"no node would take the replacement ({detail or 'no nodes'})"
+
+    def domains(self, profile: Profile, node: str) -> tuple[tuple[str, str], ...]:
+        labels = self.nodes[node].labels
+        keys = dict.fromkeys(c.key for c in profile.constraints)
+        return tuple((k, labels.get(k, "")) for k in keys)
+
+    # ---- one step ----------------------------------------------------------------------
+
+    def try_move(self, m: Members, pod: Pod, verdict: Verdict) -> Move | Skip | None:
+        """Simulate evicting ``pod``; keep the move if it helps, else undo it."""
+        assert pod.node_name is not None
+        source = pod.node_name
+        counting = self.tables_counting(pod)
+        affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
+        affected[id(m)] = m
+        before = {k: self.violators(x) for k, x in affected.items()}
+
+        self.shift(counting, source, -1)
+        target, why = self.landing(m, pod)
+        if target is None:
+            self.shift(counting, source, +1)
+            return Skip(pod, m.workload, SkipKind.NO_ROOM, why)
+        self.shift(counting, target.name, +1)
+        self._reposition(m, pod, source, target.name)
+        after = {k: self.violators(x) for k, x in affected.items()}
+        worse = [affected[k] for k in affected if k != id(m) and after[k] > before[k]]
+        if worse or after[id(m)] >= before[id(m)]:
+            self._reposition(m, pod, target.name, source)
+            self.shift(counting, target.name, -1)
+            self.shift(counting, source, +1)
+            if worse:
+                return Skip(pod, m.workload, SkipKind.WOULD_VIOLATE,
+                            f"the move would break the spread of {worse[0].workload}")
+            return None
+        self.ledger.reserve(target.name, pod.spec.requests)
+        self.moved.add(id(pod))
+        return Move(pod, m.workload, source, target.name, self.domains(m.profile, source),
+                    self.domains(m.profile, target.name), verdict.reason)
+
+    def _reposition(self, m: Members, pod: Pod, source: str, target: str) -> None:
+        positions = self.positions[id(m)]
+        positions[source].remove(pod)
+        positions.setdefault(target, []).append(pod)
+
+    def commit(self, move: Move) -> None:
+        self.planned += 1
+        self.per_node[move.from_node] += 1
+        self.per_namespace[move.pod.namespace] += 1
+        self.per_workload[move.workload] += 1
+        self.budgets.consume(move.pod)
+
+
+def _run(sim: _Simulation, order: list[Members], within_limits: bool, now: float | None,
+         history: Mapping[WorkloadRef, float]) -> list[Move]:
+    moves: list[Move] = []
+    for m in order:
+        while True:
+            progressed = False
+            for pod, verdict in sim.candidates(m):
+                reason = protection(pod, sim.policy, now)
+                if reason:
+                    sim.skipped[id(pod)] = Skip(pod, m.workload, SkipKind.PROTECTED, reason)
+                    continue
+                check = sim.budgets.check(pod)
+                if check.verdict is BudgetVerdict.BLOCKED:
+                    sim.skipped[id(pod)] = Skip(pod, m.workload, SkipKind.BLOCKED, check.reason)
+                    continue
+                deferral = sim.deferral(pod, m.workload, now, history)
+                if within_limits and deferral:
+                    continue
+                result = sim.try_move(m, pod, verdict)
+                if result is None:
+                    continue
+                if isinstance(result, Skip):
+                    sim.skipped[id(pod)] = result
+                    continue
+                if within_limits:
+                    sim.commit(result)
+                    moves.append(result)
+                else:
+                    moves.append(Move(
+                        result.pod, result.workload, result.from_node, result.to_node,
+                        result.from_domain, result.to_domain, result.reason, StepState.DEFERRED,
+                        deferral or "planned after this run's moves take effect"))
+                progressed = True
+                break
+            if not progressed:
+                break
+    return moves
+
+
+def plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float | None = None,
+    history: Mapping[WorkloadRef, float] | None = None,
+) -> Plan:
+    """The eviction plan for one run. Pure: ``now`` and ``history`` (last eviction time per
+    workload, for the cooldown) come from the caller."""
+    history = history or {}
+    sim = _Simulation(analysis, policy)
+    violated = {id(g.members) for g in analysis.violations}
+    order = sorted(
+        (m for m in analysis.members if id(m) in violated),
+        key=lambda m: (-sim.violators(m), m.workload),
+    )
+    planned = _run(sim, order, True, now, history)
+    after_run = {(id(g.members), g.index): sim.violators(g.members, g.index)
+                 for g in analysis.violations}
+    budgets_used = sim.budgets.used()
+    deferred = _run(sim, order, False, now, history)
+
+    outcomes = []
+    skipped_by_members: dict[WorkloadRef, list[Skip]] = defaultdict(list)
+    for skip in sim.skipped.values():
+        skipped_by_members[skip.workload].append(skip)
+    for g in analysis.violations:
+        remaining = sim.violators(g.members, g.index)
+        outcomes.append(Outcome(g, after_run[(id(g.members), g.index)], remaining,
+                                _message(g, remaining, skipped_by_members[g.workload])))
+    skipped = sorted(sim.skipped.values(), key=lambda s: (s.pod.namespace, s.pod.name))
+    return Plan(tuple(planned), tuple(deferred), tuple(skipped), tuple(outcomes), budgets_used)
+
+
+def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
+    c = group.constraint
+    counts = [group.domain_count(d) for d in group.domains]
+    if remaining == 0:
+        return (f"{group.violating} pod(s) placed against {c.key} maxSkew {c.max_skew}; "
+                f"fixable by eviction (at least {group.minimum_moves} move(s))")
+    if minimum_moves(counts, c.max_skew, c.min_domains) is None:
+        total = sum(counts)
+        needed = -(-total // c.max_skew)
+        short = max(needed, c.min_domains if len(counts) < c.min_domains else 0) - len(counts)
+        return (f"not fixable by eviction: {total} pods at maxSkew {c.max_skew} need "
+                f"{needed} eligible domains for {c.key}, {len(counts)} exist "
+                f"(minDomains {c.min_domains}); needs {max(short, 1)} more domain(s) "
+                f"with room for {max(0, total - c.max_skew * len(counts))} pod(s)")
+    if skips:
+        kinds = Counter(s.reason for s in skips)
+        reason, n = kinds.most_common(1)[0]
+        return f"not fixable by eviction now: {n} pod(s) that would have to move: {reason}"
+    return f"not fixable by eviction now: {remaining} pod(s) still placed against {c.key}"
