@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from respread.model import ClusterState, Namespace, Pod, When
 from respread.policy import RebalancePolicy
@@ -38,7 +38,7 @@ class WorkloadRef:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
-class GroupState(str, Enum):
+class GroupState(StrEnum):
     BALANCED = "Balanced"
     VIOLATED = "Violated"
 
@@ -114,7 +114,9 @@ def workload_of(pod: Pod, index: SpreadIndex) -> WorkloadRef:
     return WorkloadRef(pod.namespace, owner.kind, owner.name)
 
 
-def namespace_selected(name: str, policy: RebalancePolicy, namespaces: Mapping[str, Namespace]) -> bool:
+def namespace_selected(
+    name: str, policy: RebalancePolicy, namespaces: Mapping[str, Namespace]
+) -> bool:
     sel = policy.selection
     if sel.include_namespaces and name not in sel.include_namespaces:
         return False
@@ -135,7 +137,9 @@ def build_index(state: ClusterState, policy: RebalancePolicy) -> SpreadIndex:
     )
 
 
-def collect_members(index: SpreadIndex, policy: RebalancePolicy) -> tuple[tuple[Members, ...], frozenset[str]]:
+def collect_members(
+    index: SpreadIndex, policy: RebalancePolicy
+) -> tuple[tuple[Members, ...], frozenset[str]]:
     """Bound, live pods with spread constraints, grouped by workload and profile."""
     state = index.state
     namespaces = {n.name: n for n in state.namespaces}
@@ -179,7 +183,9 @@ def violating_nodes(
     selector = profile.constraints[constraint].selector
     for node_name, pods in members.by_node.items():
         node = index.nodes[node_name]
-        counted = node_name in table.space.node_domain and index.counts_pod(selector, pods[0].labels)
+        counted = node_name in table.space.node_domain and index.counts_pod(
+            selector, pods[0].labels
+        )
         verdict = check_constraint(profile, constraint, table, node, counted)
         if not verdict.ok:
             out[node_name] = verdict.status
@@ -212,7 +218,9 @@ def minimum_moves(counts: list[int], max_skew: int, min_domains: int) -> int | N
     return best
 
 
-def analyze(state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | None = None) -> Analysis:
+def analyze(
+    state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | None = None
+) -> Analysis:
     index = index or build_index(state, policy)
     members, skipped = collect_members(index, policy)
     groups: list[Group] = []
@@ -224,22 +232,25 @@ def analyze(state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | N
             table = tables[i]
             bad = violating_nodes(index, m, tables, i)
             violating = sum(len(m.by_node[n]) for n in bad)
-            unresolvable = sum(len(m.by_node[n]) for n, s in bad.items()
-                               if s is FilterStatus.UNRESOLVABLE)
+            unresolvable = sum(
+                len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
+            )
             gmin = table.global_min(c.min_domains)
             domains = tuple(sorted(table.space.domain_nodes))
             moves = None
             if violating:
                 moves = minimum_moves([table.get(d) for d in domains], c.max_skew, c.min_domains)
-            groups.append(Group(
-                members=m,
-                index=i,
-                counts=dict(table.counts),
-                domains=domains,
-                global_min=gmin,
-                skew=table.max_count() - gmin if domains else 0,
-                violating=violating,
-                unresolvable=unresolvable,
-                minimum_moves=moves,
-            ))
+            groups.append(
+                Group(
+                    members=m,
+                    index=i,
+                    counts=dict(table.counts),
+                    domains=domains,
+                    global_min=gmin,
+                    skew=table.max_count() - gmin if domains else 0,
+                    violating=violating,
+                    unresolvable=unresolvable,
+                    minimum_moves=moves,
+                )
+            )
     return Analysis(index, members, tuple(groups), len(state.pods), skipped)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from respread.model import DisruptionBudget, Pod
 from respread.selectors import selector_matches
 
 
-class BudgetVerdict(str, Enum):
+class BudgetVerdict(StrEnum):
     ALLOWED = "Allowed"
     BLOCKED = "Blocked"  # refused now and by every retry this run: pick another pod
     EXHAUSTED = "Exhausted"  # this plan used what the budget allows: a later run may do it
@@ -43,7 +43,8 @@ class BudgetLedger:
 
     def covering(self, pod: Pod) -> list[DisruptionBudget]:
         return [
-            b for b in self._by_ns.get(pod.namespace, ())
+            b
+            for b in self._by_ns.get(pod.namespace, ())
             if b.selector is not None and selector_matches(b.selector, pod.labels)
         ]
 
@@ -53,23 +54,35 @@ class BudgetLedger:
             return ALLOWED
         if len(budgets) > 1:
             names = ", ".join(sorted(b.name for b in budgets))
-            return BudgetCheck(BudgetVerdict.BLOCKED,
-                               f"covered by {len(budgets)} PodDisruptionBudgets ({names}); "
-                               "the Eviction API refuses such pods", budgets[0].key)
+            return BudgetCheck(
+                BudgetVerdict.BLOCKED,
+                f"covered by {len(budgets)} PodDisruptionBudgets ({names}); "
+                "the Eviction API refuses such pods",
+                budgets[0].key,
+            )
         b = budgets[0]
         if b.stale:
-            return BudgetCheck(BudgetVerdict.BLOCKED,
-                               f"PodDisruptionBudget {b.name} status is stale (observedGeneration "
-                               f"{b.observed_generation} < generation {b.generation})", b.key)
+            return BudgetCheck(
+                BudgetVerdict.BLOCKED,
+                f"PodDisruptionBudget {b.name} status is stale (observedGeneration "
+                f"{b.observed_generation} < generation {b.generation})",
+                b.key,
+            )
         if b.disruptions_allowed <= 0:
-            return BudgetCheck(BudgetVerdict.BLOCKED,
-                               f"PodDisruptionBudget {b.name} allows no disruption "
-                               f"({b.current_healthy} healthy, {b.desired_healthy} desired)", b.key)
+            return BudgetCheck(
+                BudgetVerdict.BLOCKED,
+                f"PodDisruptionBudget {b.name} allows no disruption "
+                f"({b.current_healthy} healthy, {b.desired_healthy} desired)",
+                b.key,
+            )
         used = self._used.get(b.key, 0)
         if used >= b.disruptions_allowed:
-            return BudgetCheck(BudgetVerdict.EXHAUSTED,
-                               f"PodDisruptionBudget {b.name} allows {b.disruptions_allowed} "
-                               "disruption(s), all used by this plan", b.key)
+            return BudgetCheck(
+                BudgetVerdict.EXHAUSTED,
+                f"PodDisruptionBudget {b.name} allows {b.disruptions_allowed} "
+                "disruption(s), all used by this plan",
+                b.key,
+            )
         return ALLOWED
 
     def consume(self, pod: Pod) -> None:

@@ -58,8 +58,15 @@ def explain_pod(index: SpreadIndex, pod: Pod) -> Explanation:
         table = tables[i]
         domains = {d: table.get(d) for d in sorted(table.space.domain_nodes)}
         constraint_views.append(
-            ConstraintView(c.key, c.max_skew, c.min_domains, c.when.value, domains,
-                           table.global_min(c.min_domains), profile.self_match[i])
+            ConstraintView(
+                c.key,
+                c.max_skew,
+                c.min_domains,
+                c.when.value,
+                domains,
+                table.global_min(c.min_domains),
+                profile.self_match[i],
+            )
         )
 
     views = []
@@ -82,9 +89,15 @@ def _nominated(index: SpreadIndex, pod: Pod) -> dict[str, list[Pod]]:
     """Pending pods nominated to a node with priority at least the pod's (section 4)."""
     out: dict[str, list[Pod]] = {}
     for other in index.state.pods:
-        if (other is not pod and other.node_name is None and other.nominated_node
-                and other.namespace == pod.namespace and other.priority >= pod.priority
-                and not other.terminating and not other.finished):
+        if (
+            other is not pod
+            and other.node_name is None
+            and other.nominated_node
+            and other.namespace == pod.namespace
+            and other.priority >= pod.priority
+            and not other.terminating
+            and not other.finished
+        ):
             out.setdefault(other.nominated_node, []).append(other)
     return out
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Final
+from enum import StrEnum
+from typing import Final, TypeVar, overload
+
+T = TypeVar("T")
 
 
 class Labels(Mapping[str, str]):
@@ -34,7 +36,13 @@ class Labels(Mapping[str, str]):
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+    @overload
+    def get(self, key: str, default: T, /) -> str | T: ...
+    def get(self, key: str, default: object = None, /) -> object:
         return self._items.get(key, default)
 
     def __hash__(self) -> int:
@@ -54,7 +62,7 @@ class Labels(Mapping[str, str]):
 EMPTY_LABELS: Final = Labels()
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     """Operators of label-selector and node-selector requirements."""
 
     IN = "In"
@@ -109,7 +117,7 @@ class NodeAffinity:
 NO_AFFINITY: Final = NodeAffinity()
 
 
-class Effect(str, Enum):
+class Effect(StrEnum):
     NO_SCHEDULE = "NoSchedule"
     PREFER_NO_SCHEDULE = "PreferNoSchedule"
     NO_EXECUTE = "NoExecute"
@@ -133,12 +141,12 @@ class Toleration:
 UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", "", Effect.NO_SCHEDULE)
 
 
-class When(str, Enum):
+class When(StrEnum):
     DO_NOT_SCHEDULE = "DoNotSchedule"
     SCHEDULE_ANYWAY = "ScheduleAnyway"
 
 
-class Policy(str, Enum):
+class Policy(StrEnum):
     HONOR = "Honor"
     IGNORE = "Ignore"
 
@@ -228,7 +236,7 @@ class OwnerRef:
     controller: bool = True
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"

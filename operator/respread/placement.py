@@ -51,7 +51,8 @@ class CapacityLedger:
             requested[pod.node_name] = requested.get(pod.node_name, Resources()) + pod.spec.requests
             counts[pod.node_name] = counts.get(pod.node_name, 0) + 1
         self._usage = {
-            name: Usage(requested.get(name, Resources()), counts.get(name, 0)) for name in self._nodes
+            name: Usage(requested.get(name, Resources()), counts.get(name, 0))
+            for name in self._nodes
         }
 
     def usage(self, node: str) -> Usage:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.budgets import BudgetLedger, BudgetVerdict
@@ -39,12 +39,12 @@ from respread.safety import pinned, protection
 from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
 
 
-class StepState(str, Enum):
+class StepState(StrEnum):
     PLANNED = "Planned"
     DEFERRED = "Deferred"
 
 
-class SkipKind(str, Enum):
+class SkipKind(StrEnum):
     PROTECTED = "Protected"
     BLOCKED = "Blocked"  # a budget refuses the eviction
     NO_ROOM = "NoRoom"  # no node would take the replacement
@@ -165,8 +165,9 @@ class _Simulation:
         node = self.nodes[node_name]
         for i in self.wanted(profile):
             table = tables[i]
-            counted = (node_name in table.space.node_domain
-                       and self.index.counts_pod(profile.constraints[i].selector, pods[0].labels))
+            counted = node_name in table.space.node_domain and self.index.counts_pod(
+                profile.constraints[i].selector, pods[0].labels
+            )
             verdict = check_constraint(profile, i, table, node, counted)
             if not verdict.ok:
                 return verdict
@@ -183,10 +184,12 @@ class _Simulation:
                 bad = self.node_verdict(m, node_name, pods) is not None
             else:
                 table = tables[constraint]
-                counted = (node_name in table.space.node_domain and self.index.counts_pod(
-                    profile.constraints[constraint].selector, pods[0].labels))
-                bad = not check_constraint(profile, constraint, table, self.nodes[node_name],
-                                           counted).ok
+                counted = node_name in table.space.node_domain and self.index.counts_pod(
+                    profile.constraints[constraint].selector, pods[0].labels
+                )
+                bad = not check_constraint(
+                    profile, constraint, table, self.nodes[node_name], counted
+                ).ok
             if bad:
                 total += len(pods)
         return total
@@ -213,13 +216,31 @@ class _Simulation:
                     excess = max(excess, tables[i].get(value) - tables[i].global_min(c.min_domains))
             crowd = len(pods)
             for pod in live:
-                found.append((pod, verdict, (-excess, pod.priority, pinned(pod), -crowd,
-                                             -(pod.created or 0.0), pod.namespace, pod.name)))
+                found.append(
+                    (
+                        pod,
+                        verdict,
+                        (
+                            -excess,
+                            pod.priority,
+                            pinned(pod),
+                            -crowd,
+                            -(pod.created or 0.0),
+                            pod.namespace,
+                            pod.name,
+                        ),
+                    )
+                )
         found.sort(key=lambda item: item[2])
         return [(pod, verdict) for pod, verdict, _ in found]
 
-    def deferral(self, pod: Pod, workload: WorkloadRef, now: float | None,
-                 history: Mapping[WorkloadRef, float]) -> str:
+    def deferral(
+        self,
+        pod: Pod,
+        workload: WorkloadRef,
+        now: float | None,
+        history: Mapping[WorkloadRef, float],
+    ) -> str:
         ev = self.policy.eviction
         last = history.get(workload)
         if now is not None and last is not None and now - last < ev.cooldown:
@@ -228,7 +249,10 @@ class _Simulation:
             return f"maxPerRun {ev.max_per_run} reached"
         if ev.max_per_workload is not None and self.per_workload[workload] >= ev.max_per_workload:
             return f"maxPerWorkload {ev.max_per_workload} reached"
-        if ev.max_per_namespace is not None and self.per_namespace[pod.namespace] >= ev.max_per_namespace:
+        if (
+            ev.max_per_namespace is not None
+            and self.per_namespace[pod.namespace] >= ev.max_per_namespace
+        ):
             return f"maxPerNamespace {ev.max_per_namespace} reached"
         assert pod.node_name is not None
         if ev.max_per_node is not None and self.per_node[pod.node_name] >= ev.max_per_node:
@@ -247,8 +271,10 @@ class _Simulation:
         best: tuple[tuple[int, str], Node] | None = None
         refused: Counter[str] = Counter()
         for node in self.index.state.nodes:
-            failed = next((v for i in wanted
-                           if not (v := check_constraint(profile, i, tables[i], node)).ok), None)
+            failed = next(
+                (v for i in wanted if not (v := check_constraint(profile, i, tables[i], node)).ok),
+                None,
+            )
             if failed is not None:
                 refused["topology spread"] += 1
                 continue
@@ -261,7 +287,9 @@ class _Simulation:
                 if fit:
                     refused["no room" if "full" in fit else "insufficient resources"] += 1
                     continue
-            score = sum(tables[i].get(node.labels.get(profile.constraints[i].key, "")) for i in wanted)
+            score = sum(
+                tables[i].get(node.labels.get(profile.constraints[i].key, "")) for i in wanted
+            )
             key = (score, node.name)
             if best is None or key < best[0]:
                 best = (key, node)
@@ -300,13 +328,24 @@ class _Simulation:
             self.shift(counting, target.name, -1)
             self.shift(counting, source, +1)
             if worse:
-                return Skip(pod, m.workload, SkipKind.WOULD_VIOLATE,
-                            f"the move would break the spread of {worse[0].workload}")
+                return Skip(
+                    pod,
+                    m.workload,
+                    SkipKind.WOULD_VIOLATE,
+                    f"the move would break the spread of {worse[0].workload}",
+                )
             return None
         self.ledger.reserve(target.name, pod.spec.requests)
         self.moved.add(id(pod))
-        return Move(pod, m.workload, source, target.name, self.domains(m.profile, source),
-                    self.domains(m.profile, target.name), verdict.reason)
+        return Move(
+            pod,
+            m.workload,
+            source,
+            target.name,
+            self.domains(m.profile, source),
+            self.domains(m.profile, target.name),
+            verdict.reason,
+        )
 
     def _reposition(self, m: Members, pod: Pod, source: str, target: str) -> None:
         positions = self.positions[id(m)]
@@ -321,8 +360,13 @@ class _Simulation:
         self.budgets.consume(move.pod)
 
 
-def _run(sim: _Simulation, order: list[Members], within_limits: bool, now: float | None,
-         history: Mapping[WorkloadRef, float]) -> list[Move]:
+def _run(
+    sim: _Simulation,
+    order: list[Members],
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> list[Move]:
     moves: list[Move] = []
     for m in order:
         while True:
@@ -349,10 +393,19 @@ def _run(sim: _Simulation, order: list[Members], within_limits: bool, now: float
                     sim.commit(result)
                     moves.append(result)
                 else:
-                    moves.append(Move(
-                        result.pod, result.workload, result.from_node, result.to_node,
-                        result.from_domain, result.to_domain, result.reason, StepState.DEFERRED,
-                        deferral or "planned after this run's moves take effect"))
+                    moves.append(
+                        Move(
+                            result.pod,
+                            result.workload,
+                            result.from_node,
+                            result.to_node,
+                            result.from_domain,
+                            result.to_domain,
+                            result.reason,
+                            StepState.DEFERRED,
+                            deferral or "planned after this run's moves take effect",
+                        )
+                    )
                 progressed = True
                 break
             if not progressed:
@@ -376,8 +429,9 @@ def plan(
         key=lambda m: (-sim.violators(m), m.workload),
     )
     planned = _run(sim, order, True, now, history)
-    after_run = {(id(g.members), g.index): sim.violators(g.members, g.index)
-                 for g in analysis.violations}
+    after_run = {
+        (id(g.members), g.index): sim.violators(g.members, g.index) for g in analysis.violations
+    }
     budgets_used = sim.budgets.used()
     deferred = _run(sim, order, False, now, history)
 
@@ -387,8 +441,14 @@ def plan(
         skipped_by_members[skip.workload].append(skip)
     for g in analysis.violations:
         remaining = sim.violators(g.members, g.index)
-        outcomes.append(Outcome(g, after_run[(id(g.members), g.index)], remaining,
-                                _message(g, remaining, skipped_by_members[g.workload])))
+        outcomes.append(
+            Outcome(
+                g,
+                after_run[(id(g.members), g.index)],
+                remaining,
+                _message(g, remaining, skipped_by_members[g.workload]),
+            )
+        )
     skipped = sorted(sim.skipped.values(), key=lambda s: (s.pod.namespace, s.pod.name))
     return Plan(tuple(planned), tuple(deferred), tuple(skipped), tuple(outcomes), budgets_used)
 
@@ -397,16 +457,20 @@ def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
     c = group.constraint
     counts = [group.domain_count(d) for d in group.domains]
     if remaining == 0:
-        return (f"{group.violating} pod(s) placed against {c.key} maxSkew {c.max_skew}; "
-                f"fixable by eviction (at least {group.minimum_moves} move(s))")
+        return (
+            f"{group.violating} pod(s) placed against {c.key} maxSkew {c.max_skew}; "
+            f"fixable by eviction (at least {group.minimum_moves} move(s))"
+        )
     if minimum_moves(counts, c.max_skew, c.min_domains) is None:
         total = sum(counts)
         needed = -(-total // c.max_skew)
         short = max(needed, c.min_domains if len(counts) < c.min_domains else 0) - len(counts)
-        return (f"not fixable by eviction: {total} pods at maxSkew {c.max_skew} need "
-                f"{needed} eligible domains for {c.key}, {len(counts)} exist "
-                f"(minDomains {c.min_domains}); needs {max(short, 1)} more domain(s) "
-                f"with room for {max(0, total - c.max_skew * len(counts))} pod(s)")
+        return (
+            f"not fixable by eviction: {total} pods at maxSkew {c.max_skew} need "
+            f"{needed} eligible domains for {c.key}, {len(counts)} exist "
+            f"(minDomains {c.min_domains}); needs {max(short, 1)} more domain(s) "
+            f"with room for {max(0, total - c.max_skew * len(counts))} pod(s)"
+        )
     if skips:
         kinds = Counter(s.reason for s in skips)
         reason, n = kinds.most_common(1)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from respread.model import LabelSelector, SpreadConstraint, When
@@ -15,7 +15,7 @@ API_VERSION = "respread.io/v1alpha1"
 KIND = "RebalancePolicy"
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     DRY_RUN = "DryRun"
     ENFORCE = "Enforce"
 
@@ -138,7 +138,9 @@ def _bool(raw: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
     return value
 
 
-def _strings(raw: Mapping[str, Any], key: str, path: str, default: frozenset[str]) -> frozenset[str]:
+def _strings(
+    raw: Mapping[str, Any], key: str, path: str, default: frozenset[str]
+) -> frozenset[str]:
     if key not in raw or raw[key] is None:
         return default
     value = raw[key]
@@ -186,8 +188,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     if "cron" in sched_raw:
         cron = sched_raw["cron"]
         if not isinstance(cron, str) or len(cron.split()) != 5:
-            raise PolicyError(f"{path}.schedule.cron",
-                              f"expected a five-field cron expression, got {cron!r}")
+            raise PolicyError(
+                f"{path}.schedule.cron", f"expected a five-field cron expression, got {cron!r}"
+            )
         schedule = Schedule(interval=None, cron=cron)
     else:
         interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
@@ -199,8 +202,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     ns_raw = _section(sel_raw, "namespaces", f"{path}.selector")
     selection = Selection(
         include_namespaces=_strings(ns_raw, "include", f"{path}.selector.namespaces", frozenset()),
-        exclude_namespaces=_strings(ns_raw, "exclude", f"{path}.selector.namespaces",
-                                    frozenset({"kube-system"})),
+        exclude_namespaces=_strings(
+            ns_raw, "exclude", f"{path}.selector.namespaces", frozenset({"kube-system"})
+        ),
         namespace_selector=_selector(sel_raw, "namespaceSelector", f"{path}.selector"),
         pod_selector=_selector(sel_raw, "podSelector", f"{path}.selector"),
     )
@@ -208,13 +212,16 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     con_raw = _section(spec, "constraints", path)
     when_raw = con_raw.get("whenUnsatisfiable", [When.DO_NOT_SCHEDULE.value])
     if not isinstance(when_raw, list) or not when_raw:
-        raise PolicyError(f"{path}.constraints.whenUnsatisfiable",
-                          "must list DoNotSchedule and/or ScheduleAnyway")
+        raise PolicyError(
+            f"{path}.constraints.whenUnsatisfiable", "must list DoNotSchedule and/or ScheduleAnyway"
+        )
     try:
         whens = frozenset(When(w) for w in when_raw)
     except ValueError:
-        raise PolicyError(f"{path}.constraints.whenUnsatisfiable",
-                          f"must list DoNotSchedule and/or ScheduleAnyway, got {when_raw!r}") from None
+        raise PolicyError(
+            f"{path}.constraints.whenUnsatisfiable",
+            f"must list DoNotSchedule and/or ScheduleAnyway, got {when_raw!r}",
+        ) from None
     defaults_raw = con_raw.get("defaultConstraints") or []
     if not isinstance(defaults_raw, list):
         raise PolicyError(f"{path}.constraints.defaultConstraints", "must be a list")
@@ -222,21 +229,26 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     for i, c in enumerate(defaults_raw):
         where = f"{path}.constraints.defaultConstraints[{i}]"
         if isinstance(c, dict) and c.get("labelSelector") is not None:
-            raise PolicyError(f"{where}.labelSelector",
-                              "default constraints take their selector from the pod's workload")
+            raise PolicyError(
+                f"{where}.labelSelector",
+                "default constraints take their selector from the pod's workload",
+            )
         try:
             defaults.append(spread_constraint(c, where))
         except FieldError as err:
             raise PolicyError(err.path, err.message) from None
     pairs = [(c.topology_key, c.when) for c in defaults]
     if len(set(pairs)) != len(pairs):
-        raise PolicyError(f"{path}.constraints.defaultConstraints",
-                          "each {topologyKey, whenUnsatisfiable} pair may appear once")
+        raise PolicyError(
+            f"{path}.constraints.defaultConstraints",
+            "each {topologyKey, whenUnsatisfiable} pair may appear once",
+        )
     constraints = ConstraintSettings(
         when_unsatisfiable=whens,
         default_constraints=tuple(defaults),
-        empty_selector_matches_all=_bool(con_raw, "emptySelectorMatchesAll",
-                                         f"{path}.constraints", False),
+        empty_selector_matches_all=_bool(
+            con_raw, "emptySelectorMatchesAll", f"{path}.constraints", False
+        ),
     )
 
     ev_raw = _section(spec, "eviction", path)
@@ -255,8 +267,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         cooldown=parse_duration(ev_raw.get("cooldown", "10m"), f"{ev_path}.cooldown"),
         protections=Protections(
             local_storage=_bool(prot_raw, "localStorage", f"{ev_path}.protections", True),
-            persistent_volume_claims=_bool(prot_raw, "persistentVolumeClaims",
-                                           f"{ev_path}.protections", False),
+            persistent_volume_claims=_bool(
+                prot_raw, "persistentVolumeClaims", f"{ev_path}.protections", False
+            ),
             system_critical=_bool(prot_raw, "systemCritical", f"{ev_path}.protections", True),
         ),
         grace_period_seconds=grace,

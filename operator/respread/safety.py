@@ -22,7 +22,7 @@ def protection(pod: Pod, policy: RebalancePolicy, now: float | None) -> str | No
     """Why the pod may not be evicted, or None when it may."""
     for key, value in OPT_OUTS:
         if pod.annotations.get(key) == value:
-            return f"opted out ({key}: \"{value}\")"
+            return f'opted out ({key}: "{value}")'
     if "kubernetes.io/config.mirror" in pod.annotations:
         return "static (mirror) pod"
     if pod.owner is None:
@@ -38,9 +38,14 @@ def protection(pod: Pod, policy: RebalancePolicy, now: float | None) -> str | No
         pod.priority >= SYSTEM_PRIORITY or pod.spec.priority_class in SYSTEM_CLASSES
     ):
         return "system-critical pod"
-    if (prot.local_storage and pod.spec.local_storage
-            and pod.annotations.get("respread.io/evict") != "true"):
-        return "uses local storage (emptyDir or hostPath); annotate respread.io/evict: \"true\" to allow"
+    if (
+        prot.local_storage
+        and pod.spec.local_storage
+        and pod.annotations.get("respread.io/evict") != "true"
+    ):
+        return (
+            'uses local storage (emptyDir or hostPath); annotate respread.io/evict: "true" to allow'
+        )
     if prot.persistent_volume_claims and pod.spec.persistent_volume_claims:
         return "uses a PersistentVolumeClaim"
     selector = policy.selection.pod_selector

@@ -21,8 +21,8 @@ from respread.model import (
     ClusterState,
     DisruptionBudget,
     Effect,
-    LabelSelector,
     Labels,
+    LabelSelector,
     Namespace,
     Node,
     NodeAffinity,
@@ -292,9 +292,11 @@ def _requirements(
         if not isinstance(key, str) or not key:
             raise FieldError(f"{where}.key", "missing")
         try:
-            op = Op(item.get("operator"))
+            op = Op(str(item.get("operator")))
         except ValueError:
-            raise FieldError(f"{where}.operator", f"unknown operator {item.get('operator')!r}") from None
+            raise FieldError(
+                f"{where}.operator", f"unknown operator {item.get('operator')!r}"
+            ) from None
         if op not in allowed:
             raise FieldError(f"{where}.operator", f"operator {op.value} is not allowed here")
         values = _list(item, where, "values")
@@ -322,11 +324,13 @@ def label_selector(raw: Any, path: str, intern: _Interner | None = None) -> Labe
         raise FieldError(path, "expected a label selector mapping")
     match_labels = _map(raw, path, "matchLabels")
     reqs = [
-        intern(Requirement(k, Op.IN, (_label_value(v),)))
-        for k, v in sorted(match_labels.items())
+        intern(Requirement(k, Op.IN, (_label_value(v),))) for k, v in sorted(match_labels.items())
     ]
-    reqs.extend(_requirements(_list(raw, path, "matchExpressions"), f"{path}.matchExpressions",
-                              _LABEL_OPS, intern))
+    reqs.extend(
+        _requirements(
+            _list(raw, path, "matchExpressions"), f"{path}.matchExpressions", _LABEL_OPS, intern
+        )
+    )
     return intern(LabelSelector(tuple(reqs)))
 
 
@@ -345,14 +349,21 @@ def _affinity(spec: Mapping[str, Any], intern: _Interner) -> NodeAffinity:
             where = f"{base}.nodeSelectorTerms[{i}]"
             if not isinstance(term, dict):
                 raise FieldError(where, "expected a mapping")
-            exprs = _requirements(_list(term, where, "matchExpressions"),
-                                  f"{where}.matchExpressions", _NODE_OPS, intern)
-            fields = _requirements(_list(term, where, "matchFields"), f"{where}.matchFields",
-                                   _FIELD_OPS, intern)
+            exprs = _requirements(
+                _list(term, where, "matchExpressions"),
+                f"{where}.matchExpressions",
+                _NODE_OPS,
+                intern,
+            )
+            fields = _requirements(
+                _list(term, where, "matchFields"), f"{where}.matchFields", _FIELD_OPS, intern
+            )
             for j, f in enumerate(fields):
                 if f.key != "metadata.name" or len(f.values) != 1:
-                    raise FieldError(f"{where}.matchFields[{j}]",
-                                     "only metadata.name with exactly one value is supported")
+                    raise FieldError(
+                        f"{where}.matchFields[{j}]",
+                        "only metadata.name with exactly one value is supported",
+                    )
             parsed.append(NodeSelectorTerm(exprs, fields))
         terms = tuple(parsed)
     if not node_selector and terms is None:
@@ -410,17 +421,19 @@ def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> 
     if not key:
         raise FieldError(f"{where}.topologyKey", "must not be empty")
     try:
-        when = When(raw.get("whenUnsatisfiable"))
+        when = When(str(raw.get("whenUnsatisfiable")))
     except ValueError:
-        raise FieldError(f"{where}.whenUnsatisfiable",
-                         "must be DoNotSchedule or ScheduleAnyway") from None
+        raise FieldError(
+            f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
+        ) from None
     min_domains = raw.get("minDomains")
     if min_domains is not None:
         if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
             raise FieldError(f"{where}.minDomains", "must be greater than zero")
         if when is not When.DO_NOT_SCHEDULE:
-            raise FieldError(f"{where}.minDomains",
-                             "may only be set with whenUnsatisfiable DoNotSchedule")
+            raise FieldError(
+                f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
+            )
     keys = _list(raw, where, "matchLabelKeys")
     if any(not isinstance(k, str) or not k for k in keys):
         raise FieldError(f"{where}.matchLabelKeys", "keys must be non-empty strings")
@@ -445,10 +458,12 @@ def _constraints(spec: Mapping[str, Any], intern: _Interner) -> tuple[SpreadCons
     # Two entries on one {topologyKey, whenUnsatisfiable} would fail API validation, but the
     # scheduler evaluates each independently, and so does respread: no check here.
     raw = _list(spec, "spec", "topologySpreadConstraints")
-    return intern(tuple(
-        spread_constraint(c, f"spec.topologySpreadConstraints[{i}]", intern)
-        for i, c in enumerate(raw)
-    ))
+    return intern(
+        tuple(
+            spread_constraint(c, f"spec.topologySpreadConstraints[{i}]", intern)
+            for i, c in enumerate(raw)
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,15 +492,21 @@ def _max(a: Resources, b: Resources) -> Resources:
     ext = dict(a.extended)
     for name, amount in b.extended:
         ext[name] = max(ext.get(name, 0), amount)
-    return Resources(max(a.cpu, b.cpu), max(a.memory, b.memory), max(a.ephemeral, b.ephemeral),
-                     tuple(sorted(ext.items())))
+    return Resources(
+        max(a.cpu, b.cpu),
+        max(a.memory, b.memory),
+        max(a.ephemeral, b.ephemeral),
+        tuple(sorted(ext.items())),
+    )
 
 
 def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
     res = _map(container, path, "resources")
     # API defaulting: a limit with no request requests the limit.
-    merged = {**_map(res, f"{path}.resources", "limits"),
-              **_map(res, f"{path}.resources", "requests")}
+    merged = {
+        **_map(res, f"{path}.resources", "limits"),
+        **_map(res, f"{path}.resources", "requests"),
+    }
     return _resources(merged, f"{path}.resources.requests")
 
 
@@ -586,8 +607,13 @@ def _node(doc: Mapping[str, Any], intern: _Interner) -> Node:
         where = f"spec.taints[{i}]"
         if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
             raise FieldError(where, "a taint needs a key")
-        taints.append(Taint(raw["key"], _label_value(raw.get("value", "")),
-                            _effect(raw.get("effect"), f"{where}.effect")))
+        taints.append(
+            Taint(
+                raw["key"],
+                _label_value(raw.get("value", "")),
+                _effect(raw.get("effect"), f"{where}.effect"),
+            )
+        )
     alloc_raw = _map(status, "status", "allocatable") or _map(status, "status", "capacity")
     allocatable = _resources(alloc_raw, "status.allocatable") if alloc_raw else None
     max_pods: int | None = None

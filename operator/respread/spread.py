@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Final
 
 from respread.model import (
     NO_AFFINITY,
     ClusterState,
-    LabelSelector,
     Labels,
+    LabelSelector,
     Node,
     NodeAffinity,
     Op,
@@ -99,7 +99,7 @@ def effective_constraints(
     return tuple(out)
 
 
-class FilterStatus(str, Enum):
+class FilterStatus(StrEnum):
     SUCCESS = "Success"
     UNSCHEDULABLE = "Unschedulable"
     UNRESOLVABLE = "UnschedulableAndUnresolvable"
@@ -249,7 +249,9 @@ class SpreadIndex:
 
     # ---- the replacement's shape ----------------------------------------------------------
 
-    def _infer_workload_constraints(self) -> dict[tuple[str, str, str], tuple[SpreadConstraint, ...]]:
+    def _infer_workload_constraints(
+        self,
+    ) -> dict[tuple[str, str, str], tuple[SpreadConstraint, ...]]:
         """Per controller, the constraints its replacements will carry.
 
         The owner's template when the snapshot has it; otherwise the constraints its pods
@@ -258,7 +260,9 @@ class SpreadIndex:
         the most common non-empty set wins, ties to the first pod in name order.
         """
         out: dict[tuple[str, str, str], tuple[SpreadConstraint, ...]] = {}
-        seen: dict[tuple[str, str, str], Counter[tuple[SpreadConstraint, ...]]] = defaultdict(Counter)
+        seen: dict[tuple[str, str, str], Counter[tuple[SpreadConstraint, ...]]] = defaultdict(
+            Counter
+        )
         first: dict[tuple[str, str, str], tuple[str, tuple[SpreadConstraint, ...]]] = {}
         for pod in self.state.pods:
             if pod.owner is None or not pod.spec.constraints:
@@ -292,8 +296,11 @@ class SpreadIndex:
             return self._default_selectors[key]
         merged: dict[str, str] = {}
         for svc in self.state.services:
-            if (svc.namespace == pod.namespace and svc.selector is not None
-                    and all(pod.labels.get(k) == v for k, v in svc.selector.items())):
+            if (
+                svc.namespace == pod.namespace
+                and svc.selector is not None
+                and all(pod.labels.get(k) == v for k, v in svc.selector.items())
+            ):
                 merged.update(svc.selector)
         reqs = [Requirement(k, Op.IN, (v,)) for k, v in sorted(merged.items())]
         owner = pod.owner
@@ -301,7 +308,9 @@ class SpreadIndex:
             w = self.workloads.get((pod.namespace, owner.kind, owner.name))
             if w is not None and w.selector is not None:
                 if owner.kind == "ReplicationController":
-                    reqs = [r for r in reqs if not any(x.key == r.key for x in w.selector.requirements)]
+                    reqs = [
+                        r for r in reqs if not any(x.key == r.key for x in w.selector.requirements)
+                    ]
                     reqs.extend(w.selector.requirements)
                 elif owner.kind in ("ReplicaSet", "StatefulSet"):
                     reqs.extend(w.selector.requirements)
@@ -318,8 +327,13 @@ class SpreadIndex:
         pod_for_defaults: Pod | None = None,
     ) -> Profile:
         """The profile of a pod with these labels and spec, carrying ``constraints``."""
-        key = (namespace, id(labels), id(spec), id(constraints),
-               pod_for_defaults.owner if pod_for_defaults is not None else None)
+        key = (
+            namespace,
+            id(labels),
+            id(spec),
+            id(constraints),
+            pod_for_defaults.owner if pod_for_defaults is not None else None,
+        )
         hit = self._profiles.get(key)
         if hit is not None:
             return hit
@@ -331,8 +345,11 @@ class SpreadIndex:
             elif self.default_constraints and pod_for_defaults is not None:
                 selector = self.default_selector(pod_for_defaults)
                 if selector is not None:
-                    effective.extend(effective_constraints(
-                        labels, self.default_constraints, when, True, selector))
+                    effective.extend(
+                        effective_constraints(
+                            labels, self.default_constraints, when, True, selector
+                        )
+                    )
         cons = tuple(effective)
         honors_affinity = any(c.honor_affinity for c in cons)
         honors_taints = any(c.honor_taints for c in cons)
@@ -351,8 +368,9 @@ class SpreadIndex:
 
     def profile_of(self, pod: Pod) -> Profile:
         """The profile of the pod's replacement: how its owner would place it again today."""
-        return self.profile_for(pod.namespace, pod.labels, pod.spec,
-                                self.replacement_constraints(pod), pod)
+        return self.profile_for(
+            pod.namespace, pod.labels, pod.spec, self.replacement_constraints(pod), pod
+        )
 
     # ---- eligibility and counting ----------------------------------------------------------
 
@@ -431,8 +449,11 @@ def check_constraint(
     c = profile.constraints[index]
     value = node.labels.get(c.key)
     if value is None:
-        return Verdict(FilterStatus.UNRESOLVABLE, index,
-                       f"node lacks the topology key {c.key} (missing required label)")
+        return Verdict(
+            FilterStatus.UNRESOLVABLE,
+            index,
+            f"node lacks the topology key {c.key} (missing required label)",
+        )
     if counted:
         match_num = table.get(value) - 1
         gmin = table.global_min(c.min_domains, without=value)
@@ -442,7 +463,8 @@ def check_constraint(
     self_match = 1 if profile.self_match[index] else 0
     if match_num + self_match - gmin > c.max_skew:
         return Verdict(
-            FilterStatus.UNSCHEDULABLE, index,
+            FilterStatus.UNSCHEDULABLE,
+            index,
             f"{c.key} {value}: {match_num} + {self_match} - {gmin} > maxSkew {c.max_skew}",
         )
     return SUCCESS

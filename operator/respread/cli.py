@@ -1,0 +1,245 @@
+"""The `respread` command: `plan` and `explain` on a snapshot, `run` for the operator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from respread import __version__
+from respread.analysis import analyze, build_index
+from respread.explain import Explanation, explain_pod
+from respread.planner import plan
+from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.report import build_report, render_text
+from respread.snapshot import LoadResult, documents_from_text, load_texts
+
+SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class UsageError(Exception):
+    """A problem with the command's input: printed as one line, exit status 2."""
+
+
+def _fail(message: str) -> NoReturn:
+    raise UsageError(message)
+
+
+def read_snapshot(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(source, text) for each file named, each manifest in a directory, or standard input."""
+    texts: list[tuple[str, str]] = []
+    for raw in paths:
+        if raw == "-":
+            texts.append(("<stdin>", sys.stdin.read()))
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix in SNAPSHOT_SUFFIXES
+            )
+            if not files:
+                _fail(f"snapshot directory {raw} holds no .yaml, .yml or .json file")
+        elif path.exists():
+            files = [path]
+        else:
+            _fail(f"cannot read snapshot {raw}: no such file or directory")
+        for f in files:
+            try:
+                texts.append((str(f), f.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError) as err:
+                _fail(f"cannot read snapshot {f}: {getattr(err, 'strerror', None) or err}")
+    return texts
+
+
+def load_snapshot(paths: Sequence[str], quiet: bool = False) -> LoadResult:
+    result = load_texts(read_snapshot(paths), taken_at=time.time())
+    if not quiet:
+        for problem in result.problems:
+            print(f"respread: warning: {problem} (left out)", file=sys.stderr)
+    if not result.state.nodes and not result.state.pods:
+        _fail("the snapshot holds no Node and no Pod objects")
+    return result
+
+
+def read_policy(path: str | None) -> RebalancePolicy:
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        _fail(f"cannot read policy {path}: {err.strerror or err}")
+    try:
+        docs = [d for _, d in documents_from_text(text, path)]
+    except (yaml.YAMLError, ValueError):
+        _fail(f"policy {path} is not valid YAML or JSON")
+    policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
+    if len(policies) != 1:
+        _fail(f"policy {path} must hold exactly one {KIND}, found {len(policies)}")
+    try:
+        return parse_policy(policies[0])
+    except PolicyError as err:
+        _fail(f"invalid policy in {path}: {err}")
+
+
+def parse_now(value: str | None) -> float:
+    if value is None:
+        return time.time()
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        _fail(f"--now expects an RFC 3339 time such as 2026-11-22T10:00:00Z, got {value!r}")
+
+
+def emit(data: Any, output: str, text: str | None = None) -> None:
+    if output == "json":
+        json.dump(data, sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    elif output == "yaml":
+        yaml.safe_dump(data, sys.stdout, sort_keys=False, default_flow_style=False)
+    else:
+        sys.stdout.write(text or "")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    policy = read_policy(args.policy)
+    now = parse_now(args.now)
+    loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+    analysis = analyze(loaded.state, policy)
+    result = plan(analysis, policy, now=now)
+    report = build_report(analysis, result, policy)
+    emit(report, args.output, render_text(report) if args.output == "text" else None)
+    return 0
+
+
+def explanation_dict(ex: Explanation) -> dict[str, Any]:
+    return {
+        "pod": ex.pod,
+        "node": ex.bound_to,
+        "constraints": [
+            {
+                "topologyKey": c.topology_key,
+                "whenUnsatisfiable": c.when,
+                "maxSkew": c.max_skew,
+                "minDomains": c.min_domains,
+                "selfMatch": c.self_match,
+                "domains": c.domains,
+                "globalMinimum": c.global_minimum,
+            }
+            for c in ex.constraints
+        ],
+        "nodes": [
+            {
+                "name": n.name,
+                "spreadFilter": n.spread_filter.value,
+                "feasible": n.feasible,
+                "reasons": list(n.reasons),
+            }
+            for n in ex.nodes
+        ],
+    }
+
+
+def explanation_text(ex: Explanation) -> str:
+    where = f"bound to {ex.bound_to}, judged as if placed again" if ex.bound_to else "not bound"
+    out = [f"Pod {ex.pod} ({where})"]
+    if not ex.constraints:
+        out.append("No topology spread constraints apply: the spread filter passes everywhere.")
+    for c in ex.constraints:
+        out.append(
+            f"  {c.topology_key} ({c.when}, maxSkew {c.max_skew}, minDomains {c.min_domains}"
+            f", selector {'matches' if c.self_match else 'does not match'} the pod): "
+            f"globalMinimum {c.global_minimum}"
+        )
+        counts = ", ".join(f"{d or chr(34) * 2}={n}" for d, n in c.domains.items())
+        out.append(f"    domains: {counts or 'none eligible'}")
+    out.append("")
+    width = max((len(n.name) for n in ex.nodes), default=4)
+    out.append(f"  {'NODE'.ljust(width)}  {'SPREAD FILTER'.ljust(28)}  FEASIBLE  REASONS")
+    for n in ex.nodes:
+        out.append(
+            f"  {n.name.ljust(width)}  {n.spread_filter.value.ljust(28)}  "
+            f"{('yes' if n.feasible else 'no').ljust(8)}  {'; '.join(n.reasons)}"
+        )
+    return "\n".join(out) + "\n"
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    policy = read_policy(args.policy)
+    if args.pod.count("/") != 1 or not all(args.pod.split("/")):
+        _fail(f"expected NAMESPACE/POD, got {args.pod!r}")
+    namespace, name = args.pod.split("/")
+    loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+    pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
+    if pod is None:
+        _fail(f"pod {args.pod} is not in the snapshot")
+    index = build_index(loaded.state, policy)
+    ex = explain_pod(index, pod)
+    emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="respread",
+        description="Find Pod Topology Spread violations and plan the evictions that fix them.",
+    )
+    parser.add_argument("--version", action="version", version=f"respread {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plan", help="report violations and the eviction plan for a snapshot")
+    p.add_argument(
+        "--snapshot",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="a manifest file or directory (kubectl get -o yaml|json), - for stdin;"
+        " repeat for several",
+    )
+    p.add_argument(
+        "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
+    )
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
+    p.set_defaults(func=cmd_plan)
+
+    e = sub.add_parser("explain", help="show how the scheduler judges one pod on every node")
+    e.add_argument(
+        "--snapshot",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="a manifest file or directory, - for stdin; repeat for several",
+    )
+    e.add_argument("--policy", metavar="FILE")
+    e.add_argument("pod", metavar="NAMESPACE/POD")
+    e.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    e.add_argument("-q", "--quiet", action="store_true")
+    e.set_defaults(func=cmd_explain)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except UsageError as err:
+        print(f"respread: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

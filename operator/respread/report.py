@@ -1,0 +1,239 @@
+"""The report: the CLI's JSON/YAML contract and its text for a person at a terminal.
+
+The JSON shape (``RebalanceReport``) is documented in docs/report.md and is a stable contract:
+fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from respread.analysis import Analysis, Group
+from respread.causes import PreviousScan, attribute
+from respread.planner import Move, Outcome, Plan, Skip
+from respread.policy import API_VERSION, RebalancePolicy
+
+DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
+
+
+def _domains(group: Group, limit: int = DOMAINS_SHOWN) -> tuple[dict[str, int], bool]:
+    if len(group.domains) <= limit:
+        return {d: group.domain_count(d) for d in group.domains}, False
+    ordered = sorted(group.domains, key=lambda d: (-group.domain_count(d), d))
+    keep = ordered[: limit - limit // 5] + ordered[-(limit // 5) :]
+    return {d: group.domain_count(d) for d in sorted(keep)}, True
+
+
+def violation_entry(
+    outcome: Outcome, analysis: Analysis, previous: PreviousScan | None = None
+) -> dict[str, Any]:
+    g = outcome.group
+    c = g.constraint
+    domains, truncated = _domains(g)
+    why = attribute(g, analysis, previous)
+    entry: dict[str, Any] = {
+        "namespace": g.workload.namespace,
+        "workload": {"kind": g.workload.kind, "name": g.workload.name},
+        "topologyKey": c.key,
+        "whenUnsatisfiable": c.when.value,
+        "maxSkew": c.max_skew,
+        "minDomains": c.min_domains,
+        "skew": g.skew,
+        "globalMinimum": g.global_min,
+        "domainCount": len(g.domains),
+        "domains": domains,
+        "pods": g.members.count,
+        "violatingPods": g.violating,
+        "minimumMoves": g.minimum_moves,
+        "fixable": outcome.fixable,
+        "violatingPodsAfterRun": outcome.violating_after_run,
+        "cause": why.cause.value,
+        "causeMessage": why.message,
+        "message": outcome.message,
+    }
+    if truncated:
+        entry["domainsTruncated"] = True
+    if c.from_defaults:
+        entry["fromDefaultConstraints"] = True
+    return entry
+
+
+def _domain_map(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return dict(pairs)
+
+
+def move_entry(move: Move) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "namespace": move.pod.namespace,
+        "pod": move.pod.name,
+        "workload": {"kind": move.workload.kind, "name": move.workload.name},
+        "node": move.from_node,
+        "fromDomain": _domain_map(move.from_domain),
+        "toDomain": _domain_map(move.to_domain),
+        "predictedNode": move.to_node,
+        "reason": move.reason,
+    }
+    if move.deferred_by:
+        entry["deferredBy"] = move.deferred_by
+    return entry
+
+
+def skip_entry(skip: Skip) -> dict[str, Any]:
+    return {
+        "namespace": skip.pod.namespace,
+        "pod": skip.pod.name,
+        "workload": {"kind": skip.workload.kind, "name": skip.workload.name},
+        "node": skip.pod.node_name,
+        "kind": skip.kind.value,
+        "reason": skip.reason,
+    }
+
+
+def worst_first(outcomes: tuple[Outcome, ...]) -> list[Outcome]:
+    return sorted(
+        outcomes,
+        key=lambda o: (
+            -(o.group.skew - o.group.constraint.max_skew),
+            -o.group.violating,
+            o.group.workload,
+            o.group.constraint.key,
+        ),
+    )
+
+
+def build_report(
+    analysis: Analysis,
+    plan: Plan,
+    policy: RebalancePolicy,
+    previous: PreviousScan | None = None,
+) -> dict[str, Any]:
+    """The full RebalanceReport (unbounded lists: the CLI's output; status.py bounds them)."""
+    state = analysis.index.state
+    outcomes = worst_first(plan.outcomes)
+    blocked = sum(1 for s in plan.skipped if s.kind.value == "Blocked")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RebalanceReport",
+        "policy": {"name": policy.name, "mode": policy.mode.value},
+        "summary": {
+            "nodes": len(state.nodes),
+            "pods": len(state.pods),
+            "constraintGroups": len(analysis.groups),
+            "violations": len(plan.outcomes),
+            "unfixable": sum(1 for o in plan.outcomes if not o.fixable),
+            "plannedEvictions": len(plan.moves),
+            "deferredEvictions": len(plan.deferred),
+            "blocked": blocked,
+            "skipped": len(plan.skipped),
+        },
+        "violations": [violation_entry(o, analysis, previous) for o in outcomes],
+        "evictions": [move_entry(m) for m in plan.moves],
+        "deferred": [move_entry(m) for m in plan.deferred],
+        "skipped": [skip_entry(s) for s in plan.skipped],
+        "predicted": {
+            "violations": plan.predicted_violations,
+            "violatingPods": sum(o.violating_after_run for o in plan.outcomes),
+            "violationsAfterDeferred": sum(1 for o in plan.outcomes if not o.fixable),
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    ]
+
+
+def _where(domain: Mapping[str, str]) -> str:
+    return ",".join(domain.values()) or "-"
+
+
+def render_text(report: Mapping[str, Any]) -> str:
+    s = report["summary"]
+    mode = report["policy"]["mode"]
+    out = [
+        f"Scanned {s['nodes']} nodes, {s['pods']} pods, {s['constraintGroups']} constraint groups "
+        f"(policy {report['policy']['name']}, mode {mode}).",
+    ]
+    if not report["violations"]:
+        out.append("No topology spread violations.")
+        return "\n".join(out) + "\n"
+    out.append(f"{s['violations']} violation(s), {s['unfixable']} not fixable by eviction.")
+    for v in report["violations"]:
+        out.append("")
+        state = "fixable" if v["fixable"] else "NOT FIXABLE"
+        out.append(
+            f"{v['namespace']}/{v['workload']['name']} ({v['workload']['kind']})  "
+            f"{v['topologyKey']}  skew {v['skew']} > maxSkew {v['maxSkew']}  "
+            f"[{v['violatingPods']} of {v['pods']} pods misplaced, {state}]"
+        )
+        gmin = v["globalMinimum"]
+        rows = [["DOMAIN", "PODS", ""]]
+        for name, pods in sorted(v["domains"].items(), key=lambda kv: (-kv[1], kv[0])):
+            mark = (
+                f"+{pods - gmin} over min"
+                if pods - gmin > v["maxSkew"]
+                else ("min" if pods == gmin else "")
+            )
+            rows.append([name or '""', str(pods), mark])
+        out.extend(_table(rows))
+        if v.get("domainsTruncated"):
+            out.append(f"  ... {v['domainCount']} domains in all")
+        if v["minDomains"] > 1:
+            out.append(f"  minDomains {v['minDomains']}, {v['domainCount']} eligible domain(s)")
+        out.append(f"  cause: {v['cause']} ({v['causeMessage']})")
+        out.append(f"  {v['message']}")
+
+    out.append("")
+    verb = "Would evict" if mode == "DryRun" else "Evicting"
+    if report["evictions"]:
+        out.append(f"{verb} {len(report['evictions'])} pod(s), in this order:")
+        rows = [["#", "POD", "NODE", "FROM", "TO", "PREDICTED NODE"]]
+        for i, e in enumerate(report["evictions"], 1):
+            rows.append(
+                [
+                    str(i),
+                    f"{e['namespace']}/{e['pod']}",
+                    e["node"],
+                    _where(e["fromDomain"]),
+                    _where(e["toDomain"]),
+                    e["predictedNode"],
+                ]
+            )
+        out.extend(_table(rows))
+    else:
+        out.append("No eviction planned for this run.")
+    if report["deferred"]:
+        reasons = Counter(d["deferredBy"] for d in report["deferred"])
+        detail = "; ".join(f"{n} by {r}" for r, n in reasons.most_common(3))
+        out.append(f"{len(report['deferred'])} more eviction(s) left for later runs ({detail}).")
+    if report["skipped"]:
+        out.append("")
+        out.append(f"Not evicted ({len(report['skipped'])} pod(s)):")
+        by_reason: dict[tuple[str, str], list[str]] = {}
+        for sk in report["skipped"]:
+            key = (f"{sk['namespace']}/{sk['workload']['name']}", sk["reason"])
+            by_reason.setdefault(key, []).append(sk["pod"])
+        rows = [["WORKLOAD", "PODS", "REASON"]]
+        for (workload, reason), pods in by_reason.items():
+            shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+            rows.append([workload, shown, reason])
+        out.extend(_table(rows))
+    p = report["predicted"]
+    out.append("")
+    out.append(
+        f"Predicted after this run: {p['violations']} violation(s), "
+        f"{p['violatingPods']} misplaced pod(s); after the deferred evictions: "
+        f"{p['violationsAfterDeferred']} violation(s)."
+    )
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""The operator process: kopf handlers and indexes, scheduled scans, metrics, settings."""
