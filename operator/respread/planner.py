@@ -453,6 +453,16 @@ def plan(
     return Plan(tuple(planned), tuple(deferred), tuple(skipped), tuple(outcomes), budgets_used)
 
 
+def domains_needed(counts: list[int], max_skew: int, min_domains: int) -> tuple[int, int]:
+    """How many empty domains must be added before moves can fix it, and the moves then."""
+    extra = 1
+    while True:
+        moves = minimum_moves(counts + [0] * extra, max_skew, min_domains)
+        if moves is not None:
+            return extra, moves
+        extra += 1
+
+
 def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
     c = group.constraint
     counts = [group.domain_count(d) for d in group.domains]
@@ -462,14 +472,11 @@ def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
             f"fixable by eviction (at least {group.minimum_moves} move(s))"
         )
     if minimum_moves(counts, c.max_skew, c.min_domains) is None:
-        total = sum(counts)
-        needed = -(-total // c.max_skew)
-        short = max(needed, c.min_domains if len(counts) < c.min_domains else 0) - len(counts)
+        extra, moves = domains_needed(counts, c.max_skew, c.min_domains)
         return (
-            f"not fixable by eviction: {total} pods at maxSkew {c.max_skew} need "
-            f"{needed} eligible domains for {c.key}, {len(counts)} exist "
-            f"(minDomains {c.min_domains}); needs {max(short, 1)} more domain(s) "
-            f"with room for {max(0, total - c.max_skew * len(counts))} pod(s)"
+            f"not fixable by eviction: {sum(counts)} pods at maxSkew {c.max_skew} over "
+            f"{len(counts)} eligible {c.key} domain(s) (minDomains {c.min_domains}); needs "
+            f"{extra} more eligible domain(s), then {moves} move(s) would fix it"
         )
     if skips:
         kinds = Counter(s.reason for s in skips)
