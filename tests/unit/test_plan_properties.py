@@ -49,6 +49,9 @@ def app_selector(app: str) -> LabelSelector:
     return LabelSelector((Requirement("app", Op.IN, (app,)),))
 
 
+SHARED = LabelSelector((Requirement("tier", Op.IN, ("web",)),))
+
+
 @dataclass(frozen=True)
 class WorkloadShape:
     app: str
@@ -59,6 +62,7 @@ class WorkloadShape:
     pinned_zone: str | None
     tolerates_gpu: bool
     bare: bool
+    shared_selector: bool  # counts every workload's pods (tier=web), not only its own
     placement: tuple[int, ...]  # node index per pod
     budget: tuple[int, bool] | None  # (disruptionsAllowed, stale)
 
@@ -93,24 +97,26 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
             pinned_zone=None if single_constraint else draw(st.sampled_from([None, None, None, "z0"])),
             tolerates_gpu=draw(st.booleans()),
             bare=not single_constraint and draw(st.integers(0, 7)) == 0,
+            shared_selector=not single_constraint and draw(st.integers(0, 3)) == 0,
             placement=tuple(draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=14))),
             budget=None if single_constraint else draw(
                 st.one_of(st.none(), st.tuples(st.integers(0, 3), st.booleans()))),
         )
         constraints = []
+        selector = SHARED if shape.shared_selector else app_selector(shape.app)
         if shape.zone_skew is not None:
             constraints.append(SpreadConstraint(shape.zone_skew, ZONE, When.DO_NOT_SCHEDULE,
-                                                app_selector(shape.app), shape.min_domains))
+                                                selector, shape.min_domains))
         if shape.host_skew is not None:
             constraints.append(SpreadConstraint(shape.host_skew, HOST, When.DO_NOT_SCHEDULE,
-                                                app_selector(shape.app)))
+                                                selector))
         spec = PodSpec(
             constraints=tuple(constraints),
             affinity=NodeAffinity(Labels({ZONE: shape.pinned_zone})) if shape.pinned_zone else NodeAffinity(),
             tolerations=(Toleration("gpu", "Exists"),) if shape.tolerates_gpu else (),
             requests=Resources(cpu=100),
         )
-        labels = Labels({"app": shape.app})
+        labels = Labels({"app": shape.app, "tier": "web"})
         owner = None if shape.bare else OwnerRef("ReplicaSet", f"{shape.app}-rs")
         for i, node_index in enumerate(shape.placement):
             pods.append(Pod(shape.namespace, f"{shape.app}-{i}", labels, spec,
