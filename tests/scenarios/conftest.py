@@ -19,7 +19,9 @@ def scenarios_root() -> Path:
 
 
 def scenario_dirs(family: str) -> list[Path]:
-    dirs = sorted(p for p in (scenarios_root() / family).iterdir() if (p / "cluster.yaml").is_file())
+    dirs = sorted(
+        p for p in (scenarios_root() / family).iterdir() if (p / "cluster.yaml").is_file()
+    )
     if not dirs:
         raise RuntimeError(f"no scenarios under {scenarios_root() / family}")
     return dirs

@@ -41,18 +41,28 @@ DIFFERENCES = {
 def policy_for(args: dict[str, Any]) -> RebalancePolicy:
     """The descheduler's plugin args as a RebalancePolicy, without respread's run caps."""
     namespaces = args.get("namespaces") or {}
-    return parse_policy({
-        "apiVersion": "respread.io/v1alpha1",
-        "kind": "RebalancePolicy",
-        "metadata": {"name": "descheduler-args"},
-        "spec": {
-            "constraints": {"whenUnsatisfiable": args["constraints"]},
-            "selector": {"namespaces": {"include": namespaces.get("include", []),
-                                        "exclude": namespaces.get("exclude", [])}},
-            "eviction": {"maxPerRun": None, "maxPerWorkload": None, "minPodAge": "0s",
-                         "requireFit": args["topologyBalanceNodeFit"]},
-        },
-    })
+    return parse_policy(
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": "descheduler-args"},
+            "spec": {
+                "constraints": {"whenUnsatisfiable": args["constraints"]},
+                "selector": {
+                    "namespaces": {
+                        "include": namespaces.get("include", []),
+                        "exclude": namespaces.get("exclude", []),
+                    }
+                },
+                "eviction": {
+                    "maxPerRun": None,
+                    "maxPerWorkload": None,
+                    "minPodAge": "0s",
+                    "requireFit": args["topologyBalanceNodeFit"],
+                },
+            },
+        }
+    )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
@@ -72,7 +82,9 @@ def test_plan_against_the_descheduler(scenario: Path) -> None:
     assert result.deferred == ()  # no caps, no budgets: everything possible is planned now
 
     after = analyze(apply_moves(loaded.state, result.moves), policy)
-    unfixable = {(o.group.workload, o.group.constraint.key) for o in result.outcomes if not o.fixable}
+    unfixable = {
+        (o.group.workload, o.group.constraint.key) for o in result.outcomes if not o.fixable
+    }
     still = {(g.workload, g.constraint.key) for g in after.violations}
     assert still <= unfixable, "the plan left a violation it called fixable, or created one"
     assert result.predicted_violations == len(still)

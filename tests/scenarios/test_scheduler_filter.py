@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from respread.analysis import build_index
 from respread.cli import explanation_dict
 from respread.explain import explain_pod
 from respread.policy import DEFAULT_POLICY
-from respread.analysis import build_index
 from respread.snapshot import load_texts
 
 from .conftest import scenario_dirs

@@ -21,8 +21,8 @@ from respread.model import (
     ClusterState,
     DisruptionBudget,
     Effect,
-    LabelSelector,
     Labels,
+    LabelSelector,
     Node,
     NodeAffinity,
     Op,
@@ -77,13 +77,17 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
         for k in range(per_zone):
             name = f"n{z}{k}"
             tainted = not single_constraint and draw(st.integers(0, 9)) == 0
-            nodes.append(Node(
-                name=name,
-                labels=Labels({ZONE: f"z{z}", HOST: name}),
-                taints=(Taint("gpu", "true", Effect.NO_SCHEDULE),) if tainted else (),
-                allocatable=None if unlimited else Resources(cpu=draw(st.sampled_from([1000, 2000]))),
-                max_pods=None if unlimited else draw(st.integers(4, 12)),
-            ))
+            nodes.append(
+                Node(
+                    name=name,
+                    labels=Labels({ZONE: f"z{z}", HOST: name}),
+                    taints=(Taint("gpu", "true", Effect.NO_SCHEDULE),) if tainted else (),
+                    allocatable=None
+                    if unlimited
+                    else Resources(cpu=draw(st.sampled_from([1000, 2000]))),
+                    max_pods=None if unlimited else draw(st.integers(4, 12)),
+                )
+            )
     count = 1 if single_constraint else draw(st.integers(1, 3))
     pods: list[Pod] = []
     budgets: list[DisruptionBudget] = []
@@ -91,41 +95,70 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
         shape = WorkloadShape(
             app=f"app{w}",
             namespace=draw(st.sampled_from(["a", "b"])) if not single_constraint else "a",
-            zone_skew=draw(st.integers(1, 2)) if single_constraint else draw(st.sampled_from([None, 1, 2])),
+            zone_skew=draw(st.integers(1, 2))
+            if single_constraint
+            else draw(st.sampled_from([None, 1, 2])),
             host_skew=None if single_constraint else draw(st.sampled_from([None, None, 1, 2])),
             min_domains=None if single_constraint else draw(st.sampled_from([None, None, 2, 5])),
-            pinned_zone=None if single_constraint else draw(st.sampled_from([None, None, None, "z0"])),
+            pinned_zone=None
+            if single_constraint
+            else draw(st.sampled_from([None, None, None, "z0"])),
             tolerates_gpu=draw(st.booleans()),
             bare=not single_constraint and draw(st.integers(0, 7)) == 0,
             shared_selector=not single_constraint and draw(st.integers(0, 3)) == 0,
-            placement=tuple(draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=14))),
-            budget=None if single_constraint else draw(
-                st.one_of(st.none(), st.tuples(st.integers(0, 3), st.booleans()))),
+            placement=tuple(
+                draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=14))
+            ),
+            budget=None
+            if single_constraint
+            else draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.booleans()))),
         )
         constraints = []
         selector = SHARED if shape.shared_selector else app_selector(shape.app)
         if shape.zone_skew is not None:
-            constraints.append(SpreadConstraint(shape.zone_skew, ZONE, When.DO_NOT_SCHEDULE,
-                                                selector, shape.min_domains))
+            constraints.append(
+                SpreadConstraint(
+                    shape.zone_skew, ZONE, When.DO_NOT_SCHEDULE, selector, shape.min_domains
+                )
+            )
         if shape.host_skew is not None:
-            constraints.append(SpreadConstraint(shape.host_skew, HOST, When.DO_NOT_SCHEDULE,
-                                                selector))
+            constraints.append(
+                SpreadConstraint(shape.host_skew, HOST, When.DO_NOT_SCHEDULE, selector)
+            )
         spec = PodSpec(
             constraints=tuple(constraints),
-            affinity=NodeAffinity(Labels({ZONE: shape.pinned_zone})) if shape.pinned_zone else NodeAffinity(),
+            affinity=NodeAffinity(Labels({ZONE: shape.pinned_zone}))
+            if shape.pinned_zone
+            else NodeAffinity(),
             tolerations=(Toleration("gpu", "Exists"),) if shape.tolerates_gpu else (),
             requests=Resources(cpu=100),
         )
         labels = Labels({"app": shape.app, "tier": "web"})
         owner = None if shape.bare else OwnerRef("ReplicaSet", f"{shape.app}-rs")
         for i, node_index in enumerate(shape.placement):
-            pods.append(Pod(shape.namespace, f"{shape.app}-{i}", labels, spec,
-                            node_name=nodes[node_index].name, owner=owner, created=float(i)))
+            pods.append(
+                Pod(
+                    shape.namespace,
+                    f"{shape.app}-{i}",
+                    labels,
+                    spec,
+                    node_name=nodes[node_index].name,
+                    owner=owner,
+                    created=float(i),
+                )
+            )
         if shape.budget is not None:
             allowed, stale = shape.budget
-            budgets.append(DisruptionBudget(shape.namespace, f"{shape.app}-pdb", app_selector(shape.app),
-                                            generation=2 if stale else 1, observed_generation=1,
-                                            disruptions_allowed=allowed))
+            budgets.append(
+                DisruptionBudget(
+                    shape.namespace,
+                    f"{shape.app}-pdb",
+                    app_selector(shape.app),
+                    generation=2 if stale else 1,
+                    observed_generation=1,
+                    disruptions_allowed=allowed,
+                )
+            )
     return ClusterState(nodes=tuple(nodes), pods=tuple(pods), budgets=tuple(budgets))
 
 
@@ -135,8 +168,12 @@ def policies(draw: st.DrawFn) -> RebalancePolicy:
     return RebalancePolicy(
         selection=Selection(exclude_namespaces=frozenset()),
         eviction=EvictionSettings(
-            max_per_run=draw(caps), max_per_node=draw(caps), max_per_namespace=draw(caps),
-            max_per_workload=draw(caps), require_fit=draw(st.booleans()), min_pod_age=0.0,
+            max_per_run=draw(caps),
+            max_per_node=draw(caps),
+            max_per_namespace=draw(caps),
+            max_per_workload=draw(caps),
+            require_fit=draw(st.booleans()),
+            min_pod_age=0.0,
             protections=Protections(),
         ),
     )
@@ -172,14 +209,20 @@ def test_no_budget_no_cap_is_exceeded_and_protected_pods_stay(
     moves = result.moves
     if ev.max_per_run is not None:
         assert len(moves) <= ev.max_per_run
-    for cap, key in ((ev.max_per_node, lambda m: m.from_node),
-                     (ev.max_per_namespace, lambda m: m.pod.namespace),
-                     (ev.max_per_workload, lambda m: m.workload)):
+    for cap, key in (
+        (ev.max_per_node, lambda m: m.from_node),
+        (ev.max_per_namespace, lambda m: m.pod.namespace),
+        (ev.max_per_workload, lambda m: m.workload),
+    ):
         if cap is not None:
             assert max(Counter(map(key, moves)).values(), default=0) <= cap
     for budget in state.budgets:
-        covered = [m for m in moves if m.pod.namespace == budget.namespace
-                   and m.pod.labels.get("app") == budget.selector.requirements[0].values[0]]
+        covered = [
+            m
+            for m in moves
+            if m.pod.namespace == budget.namespace
+            and m.pod.labels.get("app") == budget.selector.requirements[0].values[0]
+        ]
         if budget.stale:
             assert covered == []
         assert len(covered) <= max(budget.disruptions_allowed, 0)
@@ -208,7 +251,9 @@ def test_applying_the_plan_creates_no_violation_and_matches_its_prediction(
 
 
 @given(clusters(), policies())
-def test_deferred_moves_finish_what_they_promise(state: ClusterState, policy: RebalancePolicy) -> None:
+def test_deferred_moves_finish_what_they_promise(
+    state: ClusterState, policy: RebalancePolicy
+) -> None:
     result = plan(analyze(state, policy), policy)
     after = _violations(apply_moves(state, result.moves + result.deferred), policy)
     for outcome in result.outcomes:
