@@ -144,46 +144,63 @@ class _Interner:
         return self._seen.setdefault(value, value)  # type: ignore[return-value]
 
 
+Record = Node | Pod | DisruptionBudget | Workload | Service | Namespace
+
+
+class ObjectParser:
+    """Parses objects one at a time, as watch events deliver them, interning shared parts.
+
+    The interner is dropped every ``reset_every`` objects, so values no live record uses any
+    more (labels of deleted pods, old templates) do not accumulate in a long-running process.
+    """
+
+    def __init__(self, reset_every: int = 500_000) -> None:
+        self._intern = _Interner()
+        self._parsed = 0
+        self._reset_every = reset_every
+
+    def parse(self, doc: Mapping[str, Any]) -> Record | None:
+        """The record for a known kind, None for others; raises FieldError when malformed."""
+        kind = doc.get("kind")
+        parser = _PARSERS.get(kind) if isinstance(kind, str) else None
+        if parser is None:
+            return None
+        self._parsed += 1
+        if self._parsed % self._reset_every == 0:
+            self._intern = _Interner()
+        record: Record = parser(doc, self._intern)
+        return record
+
+
 def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
-    intern = _Interner()
-    nodes: list[Node] = []
-    pods: list[Pod] = []
-    budgets: list[DisruptionBudget] = []
-    workloads: list[Workload] = []
-    services: list[Service] = []
-    namespaces: list[Namespace] = []
-    problems: list[Problem] = []
-    parsers: dict[str, tuple[Callable[[Mapping[str, Any], _Interner], Any], list[Any]]] = {
-        "Node": (_node, nodes),
-        "Pod": (_pod, pods),
-        "PodDisruptionBudget": (_budget, budgets),
-        "Service": (_service, services),
-        "Namespace": (_namespace, namespaces),
-        **{kind: (_workload, workloads) for kind in WORKLOAD_KINDS},
+    parser = ObjectParser()
+    records: dict[type, list[Any]] = {
+        kind: [] for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace)
     }
+    problems: list[Problem] = []
     for source, doc in docs:
         if not isinstance(doc, dict):
             problems.append(Problem(source, "", "", "", "not a Kubernetes object (not a mapping)"))
             continue
-        kind = doc.get("kind")
-        if not isinstance(kind, str) or kind not in parsers:
-            continue
-        meta = doc.get("metadata")
-        name = meta.get("name", "") if isinstance(meta, dict) else ""
-        namespace = meta.get("namespace") if isinstance(meta, dict) else None
-        label = f"{namespace}/{name}" if namespace and kind != "Namespace" else str(name)
-        parse, into = parsers[kind]
         try:
-            into.append(parse(doc, intern))
+            record = parser.parse(doc)
         except FieldError as err:
+            meta = doc.get("metadata")
+            name = meta.get("name", "") if isinstance(meta, dict) else ""
+            namespace = meta.get("namespace") if isinstance(meta, dict) else None
+            kind = str(doc.get("kind"))
+            label = f"{namespace}/{name}" if namespace and kind != "Namespace" else str(name)
             problems.append(Problem(source, kind, label, err.path, err.message))
+            continue
+        if record is not None:
+            records[type(record)].append(record)
     state = ClusterState(
-        nodes=tuple(nodes),
-        pods=tuple(pods),
-        budgets=tuple(budgets),
-        workloads=tuple(workloads),
-        services=tuple(services),
-        namespaces=tuple(namespaces),
+        nodes=tuple(records[Node]),
+        pods=tuple(records[Pod]),
+        budgets=tuple(records[DisruptionBudget]),
+        workloads=tuple(records[Workload]),
+        services=tuple(records[Service]),
+        namespaces=tuple(records[Namespace]),
         taken_at=taken_at,
     )
     return LoadResult(state, tuple(problems))
@@ -699,3 +716,13 @@ def _service(doc: Mapping[str, Any], intern: _Interner) -> Service:
 def _namespace(doc: Mapping[str, Any], intern: _Interner) -> Namespace:
     meta, name, _ = _meta(doc, namespaced=False)
     return Namespace(name, _labels(meta, "metadata", "labels", intern))
+
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any], _Interner], Any]] = {
+    "Node": _node,
+    "Pod": _pod,
+    "PodDisruptionBudget": _budget,
+    "Service": _service,
+    "Namespace": _namespace,
+    **dict.fromkeys(WORKLOAD_KINDS, _workload),
+}

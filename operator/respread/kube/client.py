@@ -1,0 +1,47 @@
+"""Connecting to the API server: a kubeconfig, or the in-cluster service account."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+
+
+class KubeError(RuntimeError):
+    """The API server could not be reached or refused a request; the message says which."""
+
+
+def api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    """A client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+    try:
+        if kubeconfig is not None:
+            return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))
+        try:
+            return cast(client.ApiClient, config.new_client_from_config())
+        except (ConfigException, FileNotFoundError, TypeError):
+            config.load_incluster_config()
+            return client.ApiClient()
+    except (ConfigException, FileNotFoundError, OSError) as err:
+        where = kubeconfig or "the default kubeconfig or the in-cluster service account"
+        raise KubeError(f"cannot load credentials from {where}: {err}") from None
+
+
+def get_json(api: client.ApiClient, path: str, query: list[tuple[str, Any]] | None = None) -> Any:
+    """GET a path and return the decoded JSON, without the client's model classes."""
+    method, url, headers, _, _ = api.param_serialize(
+        "GET",
+        path,
+        query_params=query or [],
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, header_params=headers)
+    response.read()
+    if not 200 <= response.status < 300:
+        raise ApiException(http_resp=response)
+    return json.loads(response.data or b"null")

@@ -1,0 +1,130 @@
+"""Evicting a pod through the policy/v1 Eviction subresource, and what the answer means.
+
+A budget refusal (429 with cause DisruptionBudget) and the multiple-budget error (500) are
+answers, never retried. Throttling (other 429s, honouring Retry-After), other 5xx and
+connection errors are retried with backoff until a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from tenacity import (
+    RetryCallState,
+    retry,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
+
+
+class Result(StrEnum):
+    EVICTED = "Evicted"
+    BLOCKED = "Blocked"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    result: Result
+    reason: str
+    status: int | None = None
+
+
+class Transient(Exception):
+    """A failure worth retrying."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _body(err: ApiException) -> dict[str, Any]:
+    try:
+        body = json.loads(err.body or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def classify(err: ApiException) -> Outcome | Transient:
+    """What an API error on an eviction means: a final outcome, or a transient failure."""
+    body = _body(err)
+    message = str(body.get("message") or err.reason or "")
+    causes = (body.get("details") or {}).get("causes") or []
+    if err.status == 429:
+        if any(c.get("reason") == "DisruptionBudget" for c in causes if isinstance(c, dict)) or (
+            "disruption budget" in message
+        ):
+            return Outcome(Result.BLOCKED, f"refused by a PodDisruptionBudget: {message}", 429)
+        retry_after = (err.headers or {}).get("Retry-After") if err.headers else None
+        try:
+            delay = float(retry_after) if retry_after is not None else None
+        except ValueError:
+            delay = None
+        return Transient(f"throttled (429): {message}", delay)
+    if err.status == 500 and MULTIPLE_BUDGETS in message:
+        return Outcome(Result.BLOCKED, message, 500)
+    if err.status is not None and err.status >= 500:
+        return Transient(f"server error {err.status}: {message}")
+    if err.status == 404:
+        return Outcome(Result.FAILED, "the pod no longer exists", 404)
+    return Outcome(Result.FAILED, f"HTTP {err.status}: {message}", err.status)
+
+
+def _wait(state: RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    if isinstance(exc, Transient) and exc.retry_after is not None:
+        return min(exc.retry_after, 30.0)
+    return float(wait_exponential_jitter(initial=0.5, max=10.0)(state))
+
+
+def evict(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    grace_period_seconds: int | None = None,
+    dry_run: bool = False,
+    deadline: float = 60.0,
+) -> Outcome:
+    core = client.CoreV1Api(api)
+    body = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+        delete_options=client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
+        if grace_period_seconds is not None
+        else None,
+    )
+
+    @retry(
+        retry=retry_if_exception(lambda e: isinstance(e, Transient)),
+        wait=_wait,
+        stop=stop_after_attempt(8) | stop_after_delay(deadline),
+        reraise=True,
+    )
+    def attempt() -> Outcome:
+        try:
+            core.create_namespaced_pod_eviction(
+                name, namespace, body, dry_run="All" if dry_run else None
+            )
+        except ApiException as err:
+            verdict = classify(err)
+            if isinstance(verdict, Transient):
+                raise verdict from None
+            return verdict
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Transient(f"cannot reach the API server: {err}") from None
+        return Outcome(Result.EVICTED, "dry-run eviction accepted" if dry_run else "evicted", 201)
+
+    try:
+        return attempt()
+    except Transient as err:
+        return Outcome(Result.FAILED, f"gave up after retries: {err}")

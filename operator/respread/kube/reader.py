@@ -1,0 +1,64 @@
+"""Reading the cluster once, as `kubectl get -o json` would, for `respread plan --kubeconfig`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from respread.kube.client import KubeError, get_json
+
+# (kind, list path): everything the pipeline reads.
+LISTS = (
+    ("Node", "/api/v1/nodes"),
+    ("Pod", "/api/v1/pods"),
+    ("Namespace", "/api/v1/namespaces"),
+    ("Service", "/api/v1/services"),
+    ("ReplicationController", "/api/v1/replicationcontrollers"),
+    ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
+    ("Deployment", "/apis/apps/v1/deployments"),
+    ("ReplicaSet", "/apis/apps/v1/replicasets"),
+    ("StatefulSet", "/apis/apps/v1/statefulsets"),
+    ("DaemonSet", "/apis/apps/v1/daemonsets"),
+    ("Job", "/apis/batch/v1/jobs"),
+)
+PAGE = 500
+
+
+def list_objects(api: client.ApiClient, kind: str, path: str) -> Iterator[dict[str, Any]]:
+    token: str | None = None
+    while True:
+        query: list[tuple[str, Any]] = [("limit", PAGE)]
+        if token:
+            query.append(("continue", token))
+        page = get_json(api, path, query)
+        for item in page.get("items", ()):
+            item.setdefault("kind", kind)  # list items carry no kind
+            yield item
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+
+
+def read_cluster(
+    api: client.ApiClient, progress: Callable[[str], None] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every object of the kinds respread reads, as (source, object) pairs."""
+    server = api.configuration.host
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind, path in LISTS:
+        try:
+            items = list(list_objects(api, kind, path))
+        except ApiException as err:
+            raise KubeError(
+                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
+            ) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
+        if progress is not None:
+            progress(f"read {len(items)} {kind} object(s)")
+        out.extend((f"{server}{path}", item) for item in items)
+    return out

@@ -1,0 +1,62 @@
+"""Writing what respread found: the policy's status subresource and Events."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from respread.kube.client import GROUP, PLURAL, VERSION, KubeError
+
+EVENT_NAMESPACE = "default"  # Events about cluster-scoped policies live here
+COMPONENT = "respread"
+
+
+def patch_status(api: client.ApiClient, policy: str, status: dict[str, Any]) -> None:
+    custom = client.CustomObjectsApi(api)
+    try:
+        custom.patch_cluster_custom_object_status(
+            GROUP, VERSION, PLURAL, policy, {"status": status}
+        )
+    except ApiException as err:
+        raise KubeError(
+            f"writing the status of RebalancePolicy {policy} failed: HTTP {err.status} {err.reason}"
+        ) from None
+
+
+def post_event(
+    api: client.ApiClient,
+    *,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    uid: str | None,
+    reason: str,
+    message: str,
+    warning: bool = False,
+    api_version: str = "v1",
+) -> None:
+    """A core/v1 Event about an object; failures to post are not fatal to a scan."""
+    now = datetime.datetime.now(datetime.UTC)
+    ns = namespace or EVENT_NAMESPACE
+    event = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(generate_name=f"{name}.", namespace=ns),
+        involved_object=client.V1ObjectReference(
+            kind=kind, name=name, namespace=namespace, uid=uid, api_version=api_version
+        ),
+        reason=reason,
+        message=message[:1024],
+        type="Warning" if warning else "Normal",
+        first_timestamp=now,
+        last_timestamp=now,
+        count=1,
+        source=client.V1EventSource(component=COMPONENT),
+        reporting_component=COMPONENT,
+        reporting_instance=COMPONENT,
+    )
+    try:
+        client.CoreV1Api(api).create_namespaced_event(ns, event)
+    except ApiException:
+        pass  # an Event is best effort: the status carries the same facts
