@@ -130,6 +130,7 @@ def build_status(
     report: Mapping[str, Any],
     policy: RebalancePolicy,
     now: str,
+    *,
     previous: Mapping[str, Any] | None = None,
     executions: Sequence[Execution] = (),
     conditions: Sequence[Condition] | None = None,

@@ -40,7 +40,7 @@ class Outcome:
     status: int | None = None
 
 
-class Transient(Exception):
+class TransientError(Exception):
     """A failure worth retrying."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
@@ -56,7 +56,7 @@ def _body(err: ApiException) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def classify(err: ApiException) -> Outcome | Transient:
+def classify(err: ApiException) -> Outcome | TransientError:
     """What an API error on an eviction means: a final outcome, or a transient failure."""
     body = _body(err)
     message = str(body.get("message") or err.reason or "")
@@ -71,11 +71,11 @@ def classify(err: ApiException) -> Outcome | Transient:
             delay = float(retry_after) if retry_after is not None else None
         except ValueError:
             delay = None
-        return Transient(f"throttled (429): {message}", delay)
+        return TransientError(f"throttled (429): {message}", delay)
     if err.status == 500 and MULTIPLE_BUDGETS in message:
         return Outcome(Result.BLOCKED, message, 500)
     if err.status is not None and err.status >= 500:
-        return Transient(f"server error {err.status}: {message}")
+        return TransientError(f"server error {err.status}: {message}")
     if err.status == 404:
         return Outcome(Result.FAILED, "the pod no longer exists", 404)
     return Outcome(Result.FAILED, f"HTTP {err.status}: {message}", err.status)
@@ -83,7 +83,7 @@ def classify(err: ApiException) -> Outcome | Transient:
 
 def _wait(state: RetryCallState) -> float:
     exc = state.outcome.exception() if state.outcome is not None else None
-    if isinstance(exc, Transient) and exc.retry_after is not None:
+    if isinstance(exc, TransientError) and exc.retry_after is not None:
         return min(exc.retry_after, 30.0)
     return float(wait_exponential_jitter(initial=0.5, max=10.0)(state))
 
@@ -92,6 +92,7 @@ def evict(
     api: client.ApiClient,
     namespace: str,
     name: str,
+    *,
     grace_period_seconds: int | None = None,
     dry_run: bool = False,
     deadline: float = 60.0,
@@ -105,7 +106,7 @@ def evict(
     )
 
     @retry(
-        retry=retry_if_exception(lambda e: isinstance(e, Transient)),
+        retry=retry_if_exception(lambda e: isinstance(e, TransientError)),
         wait=_wait,
         stop=stop_after_attempt(8) | stop_after_delay(deadline),
         reraise=True,
@@ -117,14 +118,14 @@ def evict(
             )
         except ApiException as err:
             verdict = classify(err)
-            if isinstance(verdict, Transient):
+            if isinstance(verdict, TransientError):
                 raise verdict from None
             return verdict
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise Transient(f"cannot reach the API server: {err}") from None
+            raise TransientError(f"cannot reach the API server: {err}") from None
         return Outcome(Result.EVICTED, "dry-run eviction accepted" if dry_run else "evicted", 201)
 
     try:
         return attempt()
-    except Transient as err:
+    except TransientError as err:
         return Outcome(Result.FAILED, f"gave up after retries: {err}")

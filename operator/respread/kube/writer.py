@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from typing import Any
 
@@ -56,7 +57,5 @@ def post_event(
         reporting_component=COMPONENT,
         reporting_instance=COMPONENT,
     )
-    try:
+    with contextlib.suppress(ApiException):  # best effort: the status carries the same facts
         client.CoreV1Api(api).create_namespaced_event(ns, event)
-    except ApiException:
-        pass  # an Event is best effort: the status carries the same facts
