@@ -1,0 +1,477 @@
+"""The `respread` command line (design.md, "The command line"): plan and explain on snapshots.
+
+The snapshot: nodes n1 (zone z1) and n2 (zone z2); ReplicaSet shop/web with three replicas, all
+on n1, each with a hard zone constraint of maxSkew 1. Skew 3 > 1: one violation, fixed by one
+move (2/1), and the default policy (maxPerWorkload 1) plans exactly that one eviction.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from respread.cli import main
+
+ZONE = "topology.kubernetes.io/zone"
+NOW = "2026-11-22T10:00:00Z"
+CONSTRAINT = {
+    "maxSkew": 1,
+    "topologyKey": ZONE,
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+
+
+def node_doc(name: str, zone: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {ZONE: zone, "kubernetes.io/hostname": name}},
+    }
+
+
+def pod_doc(name: str, node: str, **constraint: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "labels": {"app": "web"},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web",
+                    "uid": "u1",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "nginx"}],
+            "topologySpreadConstraints": [{**CONSTRAINT, **constraint}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+REPLICASET = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {"name": "web", "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
+    "spec": {
+        "replicas": 3,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "containers": [{"name": "c", "image": "nginx"}],
+                "topologySpreadConstraints": [CONSTRAINT],
+            },
+        },
+    },
+    "status": {"replicas": 3},
+}
+NODES = [node_doc("n1", "z1"), node_doc("n2", "z2")]
+PODS = [pod_doc("web-1", "n1"), pod_doc("web-2", "n1"), pod_doc("web-3", "n1")]
+ALL = [*NODES, REPLICASET, *PODS]
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(yaml.safe_dump_all(ALL), encoding="utf-8")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *snapshot_args: str) -> dict[str, Any]:
+    code, out, err = run(capsys, "plan", *snapshot_args, "--now", NOW, "-o", "json")
+    assert code == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------------------------
+# plan
+
+
+def test_plan_text(capsys: pytest.CaptureFixture[str], snapshot: Path) -> None:
+    code, out, err = run(capsys, "plan", "--snapshot", str(snapshot), "--now", NOW)
+    assert code == 0
+    assert err == ""
+    assert out.strip()
+    assert ZONE in out
+    assert "shop/web" in out
+    assert any(f"shop/web-{i}" in out for i in (1, 2, 3))  # the planned eviction
+    assert not out.lstrip().startswith("{")
+
+
+def test_plan_json_report(capsys: pytest.CaptureFixture[str], snapshot: Path) -> None:
+    report = plan_json(capsys, "--snapshot", str(snapshot))
+    assert report["apiVersion"] == "respread.io/v1alpha1"
+    assert report["kind"] == "RebalanceReport"
+    summary = report["summary"]
+    for key in (
+        "nodes",
+        "pods",
+        "constraintGroups",
+        "violations",
+        "unfixable",
+        "plannedEvictions",
+        "blocked",
+    ):
+        assert key in summary, key
+    assert summary["nodes"] == 2
+    assert summary["pods"] == 3
+    assert summary["violations"] == 1
+    assert summary["unfixable"] == 0
+    assert summary["plannedEvictions"] == 1
+    assert summary["blocked"] == 0
+
+    (violation,) = report["violations"]
+    assert violation["namespace"] == "shop"
+    assert violation["topologyKey"] == ZONE
+    assert violation["maxSkew"] == 1
+    assert violation["domains"] == {"z1": 3, "z2": 0}
+    assert violation["globalMinimum"] == 0
+
+    (eviction,) = report["evictions"]
+    assert eviction["namespace"] == "shop"
+    assert eviction["pod"] in {"web-1", "web-2", "web-3"}
+    assert eviction["node"] == "n1"
+    assert eviction["fromDomain"] == {ZONE: "z1"}
+    assert eviction["toDomain"] == {ZONE: "z2"}
+    assert eviction["reason"]
+    assert report["skipped"] == []
+    assert report["predicted"]["violations"] == 0
+
+
+def test_plan_yaml_is_the_json_report(capsys: pytest.CaptureFixture[str], snapshot: Path) -> None:
+    as_json = plan_json(capsys, "--snapshot", str(snapshot))
+    code, out, err = run(capsys, "plan", "--snapshot", str(snapshot), "--now", NOW, "-o", "yaml")
+    assert code == 0, err
+    assert yaml.safe_load(out) == as_json
+
+
+def test_plan_balanced_snapshot_has_no_violation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "balanced.yaml"
+    path.write_text(
+        yaml.safe_dump_all([*NODES, REPLICASET, pod_doc("web-1", "n1"), pod_doc("web-2", "n2")])
+    )
+    report = plan_json(capsys, "--snapshot", str(path))
+    assert report["summary"]["violations"] == 0
+    assert report["summary"]["plannedEvictions"] == 0
+    assert report["violations"] == []
+    assert report["evictions"] == []
+
+
+def test_plan_reads_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    (folder / "workloads").mkdir(parents=True)
+    (folder / "nodes.yaml").write_text(yaml.safe_dump_all(NODES))
+    (folder / "workloads" / "rs.yml").write_text(yaml.safe_dump(REPLICASET))
+    (folder / "pods.json").write_text(json.dumps({"kind": "PodList", "items": PODS}))
+    (folder / "README.txt").write_text("not a manifest: kind: Pod")
+    report = plan_json(capsys, "--snapshot", str(folder))
+    assert report["summary"]["nodes"] == 2
+    assert report["summary"]["pods"] == 3
+    assert report["summary"]["violations"] == 1
+
+
+def test_plan_reads_several_snapshots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    nodes, pods = tmp_path / "nodes.yaml", tmp_path / "pods.yaml"
+    nodes.write_text(yaml.safe_dump_all(NODES))
+    pods.write_text(yaml.safe_dump_all([REPLICASET, *PODS]))
+    report = plan_json(capsys, "--snapshot", str(nodes), "--snapshot", str(pods))
+    assert (report["summary"]["nodes"], report["summary"]["pods"]) == (2, 3)
+
+
+def test_plan_reads_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": ALL})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    report = plan_json(capsys, "--snapshot", "-")
+    assert report["summary"]["nodes"] == 2
+    assert report["summary"]["pods"] == 3
+    assert report["summary"]["plannedEvictions"] == 1
+
+
+def test_plan_with_policy_file(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "respread.io/v1alpha1",
+                "kind": "RebalancePolicy",
+                "metadata": {"name": "none"},
+                "spec": {"eviction": {"maxPerRun": 0}},
+            }
+        )
+    )
+    report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
+    assert report["summary"]["violations"] == 1
+    assert report["summary"]["plannedEvictions"] == 0
+    assert report["evictions"] == []
+
+
+def test_plan_excluded_namespace_is_not_planned(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "respread.io/v1alpha1",
+                "kind": "RebalancePolicy",
+                "metadata": {"name": "skip-shop"},
+                "spec": {"selector": {"namespaces": {"exclude": ["shop"]}}},
+            }
+        )
+    )
+    report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
+    assert report["summary"]["plannedEvictions"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: exit status 2, one line on stderr, no traceback
+
+
+def write(path: Path, docs: list[Any]) -> Path:
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def bad_policy(tmp: Path) -> list[str]:
+    spec = {"eviction": {"maxPerRun": -1}}
+    doc = {"apiVersion": "respread.io/v1alpha1", "kind": "RebalancePolicy", "spec": spec}
+    return ["--policy", str(write(tmp / "policy.yaml", [doc]))]
+
+
+def configmap_policy(tmp: Path) -> list[str]:
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    return ["--policy", str(write(tmp / "policy.yaml", [doc]))]
+
+
+def two_policies(tmp: Path) -> list[str]:
+    doc = {"apiVersion": "respread.io/v1alpha1", "kind": "RebalancePolicy"}
+    return ["--policy", str(write(tmp / "policy.yaml", [doc, doc]))]
+
+
+ERRORS = [
+    # (id, argv builder from (tmp_path, snapshot path), text the error line must contain)
+    (
+        "missing snapshot file",
+        lambda tmp, snap: ["plan", "--snapshot", str(tmp / "nope.yaml")],
+        "nope.yaml",
+    ),
+    (
+        "empty snapshot directory",
+        lambda tmp, snap: ["plan", "--snapshot", str((tmp / "empty").resolve())],
+        "empty",
+    ),
+    (
+        "snapshot with no Node and no Pod",
+        lambda tmp, snap: [
+            "plan",
+            "--snapshot",
+            str(write(tmp / "cm.yaml", [{"kind": "ConfigMap", "metadata": {"name": "x"}}])),
+        ],
+        "",
+    ),
+    (
+        "invalid policy names the field",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), *bad_policy(tmp)],
+        "spec.eviction.maxPerRun",
+    ),
+    (
+        "policy file without a RebalancePolicy",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), *configmap_policy(tmp)],
+        "RebalancePolicy",
+    ),
+    (
+        "policy file with two RebalancePolicies",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), *two_policies(tmp)],
+        "RebalancePolicy",
+    ),
+    (
+        "missing policy file",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--policy", str(tmp / "p.yaml")],
+        "p.yaml",
+    ),
+    (
+        "bad --now",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--now", "yesterday"],
+        "yesterday",
+    ),
+    (
+        "explain: POD without namespace",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "web-1"],
+        "web-1",
+    ),
+    (
+        "explain: too many slashes",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/web-1/x"],
+        "shop/web-1/x",
+    ),
+    (
+        "explain: empty namespace",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "/web-1"],
+        "/web-1",
+    ),
+    (
+        "explain: empty pod name",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/"],
+        "shop/",
+    ),
+    (
+        "explain: pod not in the snapshot",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/web-9"],
+        "shop/web-9",
+    ),
+    (
+        "explain: pod in another namespace",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "default/web-1"],
+        "default/web-1",
+    ),
+    (
+        "explain: invalid policy",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), *bad_policy(tmp), "shop/web-1"],
+        "spec.eviction.maxPerRun",
+    ),
+    (
+        "explain: missing snapshot",
+        lambda tmp, snap: ["explain", "--snapshot", str(tmp / "gone"), "shop/web-1"],
+        "gone",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    snapshot: Path,
+    argv: Any,
+    needle: str,
+) -> None:
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(capsys, *argv(tmp_path, snapshot))
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("respread: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings: a malformed object is left out, named, and the run goes on
+
+
+def test_malformed_object_is_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good = write(tmp_path / "good.yaml", ALL)
+    bad = write(tmp_path / "bad.yaml", [pod_doc("broken", "n2", maxSkew=0)])
+    code, out, err = run(
+        capsys, "plan", "--snapshot", str(good), "--snapshot", str(bad), "--now", NOW, "-o", "json"
+    )
+    assert code == 0
+    warnings = [line for line in err.splitlines() if line]
+    assert len(warnings) == 1, err
+    (line,) = warnings
+    assert line.startswith("respread: warning:")
+    for part in ("bad.yaml", "Pod", "shop/broken", "spec.topologySpreadConstraints[0].maxSkew"):
+        assert part in line, part
+    report = json.loads(out)
+    assert report["summary"]["pods"] == 3  # the broken pod is left out
+
+
+def test_quiet_suppresses_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path / "snap.yaml", [*ALL, pod_doc("broken", "n2", maxSkew=0)])
+    code, out, err = run(capsys, "plan", "-q", "--snapshot", str(path), "--now", NOW)
+    assert code == 0
+    assert err == ""
+    assert out
+
+
+def test_invalid_yaml_file_is_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good = write(tmp_path / "good.yaml", ALL)
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("kind: Pod\nmetadata: {name: [oops\n")
+    code, out, err = run(
+        capsys, "plan", "--snapshot", str(good), "--snapshot", str(bad), "--now", NOW, "-o", "json"
+    )
+    assert code == 0
+    (line,) = err.splitlines()
+    assert line.startswith("respread: warning:")
+    assert "broken.yaml" in line
+    assert json.loads(out)["summary"]["pods"] == 3
+
+
+# --------------------------------------------------------------------------------------------
+# explain
+
+
+def test_explain_json(capsys: pytest.CaptureFixture[str], snapshot: Path) -> None:
+    code, out, err = run(capsys, "explain", "--snapshot", str(snapshot), "shop/web-1", "-o", "json")
+    assert code == 0, err
+    ex = json.loads(out)
+    assert ex["pod"] == "shop/web-1"
+    # Judged as if placed again: without web-1, z1=2, z2=0, min 0.
+    (c,) = ex["constraints"]
+    assert c["topologyKey"] == ZONE
+    assert c["maxSkew"] == 1
+    assert c["minDomains"] == 1
+    assert c["domains"] == {"z1": 2, "z2": 0}
+    assert c["globalMinimum"] == 0
+    nodes = {n["name"]: n for n in ex["nodes"]}
+    assert set(nodes) == {"n1", "n2"}
+    for n in nodes.values():
+        assert set(n) >= {"spreadFilter", "feasible", "reasons"}
+        assert isinstance(n["reasons"], list)
+    assert nodes["n1"]["spreadFilter"] == "Unschedulable"  # 2 + 1 - 0 > 1
+    assert nodes["n1"]["feasible"] is False
+    assert nodes["n1"]["reasons"]
+    assert nodes["n2"]["spreadFilter"] == "Success"
+    assert nodes["n2"]["feasible"] is True
+    assert nodes["n2"]["reasons"] == []
+
+
+def test_explain_json_missing_key_is_unresolvable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n3"}}
+    path = write(tmp_path / "snap.yaml", [*ALL, bare])
+    code, out, err = run(capsys, "explain", "--snapshot", str(path), "shop/web-2", "-o", "json")
+    assert code == 0, err
+    nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
+    assert nodes["n3"]["spreadFilter"] == "UnschedulableAndUnresolvable"
+    assert nodes["n3"]["feasible"] is False
+
+
+def test_explain_text(capsys: pytest.CaptureFixture[str], snapshot: Path) -> None:
+    code, out, err = run(capsys, "explain", "--snapshot", str(snapshot), "shop/web-1")
+    assert code == 0, err
+    assert "shop/web-1" in out
+    assert "n1" in out
+    assert "n2" in out
+    assert "Unschedulable" in out
