@@ -259,6 +259,7 @@ class Pod:
     created: float | None = None  # seconds since the epoch
     annotations: Labels = EMPTY_LABELS  # only the annotations respread reads
     nominated_node: str | None = None
+    uid: str | None = None
 
     @property
     def key(self) -> str:

@@ -133,6 +133,7 @@ class _Simulation:
         self.per_namespace: Counter[str] = Counter()
         self.per_workload: Counter[WorkloadRef] = Counter()
         self.planned = 0
+        self.held: Mapping[WorkloadRef, str] = {}
 
     # ---- counts ------------------------------------------------------------------------
 
@@ -241,6 +242,9 @@ class _Simulation:
         now: float | None,
         history: Mapping[WorkloadRef, float],
     ) -> str:
+        held = self.held.get(workload)
+        if held:
+            return held
         ev = self.policy.eviction
         last = history.get(workload)
         if now is not None and last is not None and now - last < ev.cooldown:
@@ -418,11 +422,14 @@ def plan(
     policy: RebalancePolicy,
     now: float | None = None,
     history: Mapping[WorkloadRef, float] | None = None,
+    held: Mapping[WorkloadRef, str] | None = None,
 ) -> Plan:
-    """The eviction plan for one run. Pure: ``now`` and ``history`` (last eviction time per
-    workload, for the cooldown) come from the caller."""
+    """The eviction plan for one run. Pure: the caller supplies ``now``, ``history`` (the last
+    eviction time per workload, for the cooldown) and ``held`` (workloads the operator holds
+    back this run, with the reason: a replacement not Ready yet, a back-off)."""
     history = history or {}
     sim = _Simulation(analysis, policy)
+    sim.held = held or {}
     violated = {id(g.members) for g in analysis.violations}
     order = sorted(
         (m for m in analysis.members if id(m) in violated),

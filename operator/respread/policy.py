@@ -116,8 +116,41 @@ def _section(raw: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise PolicyError(f"{path}.{key}", "expected a mapping")
+        raise PolicyError(f"{path}.{key}" if path else key, "expected a mapping")
     return value
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_CRON_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, {m: i + 1 for i, m in enumerate(_MONTHS)}),
+    ("day of week", 0, 7, {d: i for i, d in enumerate(_DAYS)}),
+)
+
+
+def cron_problem(expression: str) -> str | None:
+    """Why a five-field cron expression is invalid, or None when it is valid."""
+    fields = expression.split()
+    if len(fields) != 5:
+        return f"expected five fields (minute hour day month weekday), got {len(fields)}"
+    for text, (name, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
+        for part in text.split(","):
+            base, _, step = part.partition("/")
+            if step and (not step.isdigit() or int(step) == 0):
+                return f"{name}: bad step in {part!r}"
+            if base == "*":
+                continue
+            bounds = base.split("-")
+            if len(bounds) > 2 or not all(bounds):
+                return f"{name}: cannot read {part!r}"
+            for bound in bounds:
+                number = int(bound) if bound.isdigit() else names.get(bound.lower())
+                if number is None or not low <= number <= high:
+                    return f"{name}: {bound!r} is not in {low}-{high}"
+    return None
 
 
 def _cap(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> int | None:
@@ -187,10 +220,11 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         raise PolicyError(f"{path}.schedule", "set exactly one of interval and cron")
     if "cron" in sched_raw:
         cron = sched_raw["cron"]
-        if not isinstance(cron, str) or len(cron.split()) != 5:
-            raise PolicyError(
-                f"{path}.schedule.cron", f"expected a five-field cron expression, got {cron!r}"
-            )
+        if not isinstance(cron, str):
+            raise PolicyError(f"{path}.schedule.cron", f"expected a cron expression, got {cron!r}")
+        problem = cron_problem(cron)
+        if problem:
+            raise PolicyError(f"{path}.schedule.cron", f"{problem} in {cron!r}")
         schedule = Schedule(interval=None, cron=cron)
     else:
         interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")

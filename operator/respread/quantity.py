@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import re
+from decimal import Decimal
 from math import ceil
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -24,6 +25,13 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+# <quantity> ::= <signedNumber><suffix>; the exponent form (e3, E-2) is itself a suffix.
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?"
+)
+
+
 def parse_quantity(value: object) -> Decimal:
     """The exact value of a quantity; raises QuantityError for anything malformed."""
     if isinstance(value, bool):
@@ -32,25 +40,18 @@ def parse_quantity(value: object) -> Decimal:
         return Decimal(value)
     if isinstance(value, float):
         return Decimal(repr(value))
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         raise QuantityError(f"not a quantity: {value!r}")
-    text = value.strip()
-    for suffix, factor in _BINARY.items():
-        if text.endswith(suffix):
-            return _number(text[: -len(suffix)], value) * factor
-    if text[-1] in _DECIMAL and text[-1] != "":
-        return _number(text[:-1], value) * _DECIMAL[text[-1]]
-    return _number(text, value)
-
-
-def _number(text: str, original: object) -> Decimal:
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        raise QuantityError(f"not a quantity: {original!r}") from None
-    if not number.is_finite():
-        raise QuantityError(f"not a quantity: {original!r}")
-    return number
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        raise QuantityError(f"not a quantity: {value!r}")
+    number = Decimal(match.group("number"))
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return number * (Decimal(10) ** int(suffix[1:]))
+    return number * _DECIMAL[suffix]
 
 
 def milli(value: object) -> int:

@@ -159,16 +159,19 @@ class ObjectParser:
         self._parsed = 0
         self._reset_every = reset_every
 
-    def parse(self, doc: Mapping[str, Any]) -> Record | None:
-        """The record for a known kind, None for others; raises FieldError when malformed."""
-        kind = doc.get("kind")
+    def parse(self, doc: Mapping[str, Any], kind: str | None = None) -> Record | None:
+        """The record for a known kind, None for others; raises FieldError when malformed.
+
+        ``kind`` names the kind where the object does not (items of a list or a watch).
+        """
+        kind = kind or doc.get("kind")
         parser = _PARSERS.get(kind) if isinstance(kind, str) else None
         if parser is None:
             return None
         self._parsed += 1
         if self._parsed % self._reset_every == 0:
             self._intern = _Interner()
-        record: Record = parser(doc, self._intern)
+        record: Record = parser(doc if "kind" in doc else {**doc, "kind": kind}, self._intern)
         return record
 
 
@@ -528,14 +531,27 @@ def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
 
 
 def _pod_requests(spec: Mapping[str, Any]) -> Resources:
-    """The scheduler's effective request: max(sum of containers, each init container) + overhead."""
+    """The scheduler's effective request, with sidecars (restartable init containers).
+
+    max(containers + every sidecar, each plain init container + the sidecars started before
+    it) + overhead.
+    """
     total = Resources()
     for i, c in enumerate(_list(spec, "spec", "containers")):
         if isinstance(c, dict):
             total = total + _container_requests(c, f"spec.containers[{i}]")
+    sidecars = Resources()
+    init_peak = Resources()
     for i, c in enumerate(_list(spec, "spec", "initContainers")):
-        if isinstance(c, dict):
-            total = _max(total, _container_requests(c, f"spec.initContainers[{i}]"))
+        if not isinstance(c, dict):
+            continue
+        request = _container_requests(c, f"spec.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + request
+            init_peak = _max(init_peak, sidecars)
+        else:
+            init_peak = _max(init_peak, sidecars + request)
+    total = _max(total + sidecars, init_peak)
     overhead = _map(spec, "spec", "overhead")
     return total + _resources(overhead, "spec.overhead") if overhead else total
 
@@ -612,6 +628,7 @@ def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
         created=_time(meta, "creationTimestamp"),
         annotations=_kept_annotations(meta, intern),
         nominated_node=_str(status, "status", "nominatedNodeName") or None,
+        uid=_str(meta, "metadata", "uid") or None,
     )
 
 

@@ -281,13 +281,16 @@ class SpreadIndex:
         return out
 
     def replacement_constraints(self, pod: Pod) -> tuple[SpreadConstraint, ...]:
-        """The spread constraints the pod's replacement will carry (its owner's, else its own)."""
-        if pod.owner is None:
+        """The spread constraints the pod is judged by: its own, else its workload's.
+
+        A pod's own constraints are what the scheduler checked it against, so they win. A pod
+        with none, whose controller's template or sibling pods carry some, is judged by those:
+        its replacement will carry them.
+        """
+        if pod.spec.constraints or pod.owner is None:
             return pod.spec.constraints
         inherited = self._workload_constraints.get((pod.namespace, pod.owner.kind, pod.owner.name))
-        if inherited is None:
-            return pod.spec.constraints
-        return inherited
+        return inherited if inherited is not None else pod.spec.constraints
 
     def default_selector(self, pod: Pod) -> LabelSelector | None:
         """Section 8: services selecting the pod, plus its RC/RS/StatefulSet's selector."""

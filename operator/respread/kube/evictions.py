@@ -93,16 +93,19 @@ def evict(
     namespace: str,
     name: str,
     *,
+    uid: str | None = None,
     grace_period_seconds: int | None = None,
     dry_run: bool = False,
     deadline: float = 60.0,
 ) -> Outcome:
+    """Evict one pod; ``uid`` makes sure it is the pod that was planned, not a namesake."""
     core = client.CoreV1Api(api)
     body = client.V1Eviction(
         metadata=client.V1ObjectMeta(name=name, namespace=namespace),
-        delete_options=client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
-        if grace_period_seconds is not None
-        else None,
+        delete_options=client.V1DeleteOptions(
+            grace_period_seconds=grace_period_seconds,
+            preconditions=client.V1Preconditions(uid=uid) if uid else None,
+        ),
     )
 
     @retry(

@@ -1,0 +1,68 @@
+"""What the operator remembers between scans of one policy.
+
+The last eviction per workload (cooldown), the workloads whose evictions did not reduce their
+skew (loop protection, with an exponential back-off), and the previous scan's view (causes).
+Kept in memory: after a restart the cooldown starts afresh, which is safe because the planner
+and the budgets re-check everything against the cluster as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from respread.analysis import Analysis, WorkloadRef
+from respread.causes import PreviousScan
+
+BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
+
+
+@dataclass
+class PolicyMemory:
+    last_eviction: dict[WorkloadRef, float] = field(default_factory=dict)
+    skew_at_eviction: dict[tuple[WorkloadRef, str], int] = field(default_factory=dict)
+    backoff_until: dict[WorkloadRef, float] = field(default_factory=dict)
+    backoff_level: dict[WorkloadRef, int] = field(default_factory=dict)
+    previous: PreviousScan | None = None
+    previous_status: Mapping[str, Any] | None = None
+    last_scan: float | None = None
+
+    def record_eviction(self, workload: WorkloadRef, key: str, skew: int, now: float) -> None:
+        self.last_eviction[workload] = now
+        self.skew_at_eviction[(workload, key)] = skew
+
+    def review(self, analysis: Analysis, now: float, cooldown: float) -> None:
+        """Loop protection: a workload whose eviction did not reduce its skew is backed off."""
+        current = {(g.workload, g.constraint.key): g for g in analysis.groups}
+        for (workload, key), before in list(self.skew_at_eviction.items()):
+            group = current.get((workload, key))
+            if group is None or not group.violating:
+                self.skew_at_eviction.pop((workload, key))
+                self.backoff_level.pop(workload, None)
+                continue
+            if now - self.last_eviction.get(workload, now) < cooldown:
+                continue  # give the replacement time to land
+            self.skew_at_eviction.pop((workload, key))
+            if group.skew >= before:
+                level = min(self.backoff_level.get(workload, 0) + 1, BACKOFF_LIMIT)
+                self.backoff_level[workload] = level
+                self.backoff_until[workload] = now + cooldown * (2**level)
+
+    def held(self, now: float, unready: Iterable[WorkloadRef]) -> dict[WorkloadRef, str]:
+        out = {w: "waiting for a replacement to become Ready" for w in unready}
+        for workload, until in self.backoff_until.items():
+            if until > now:
+                out[workload] = (
+                    f"backed off until {int(until - now)}s from now: its last "
+                    "eviction did not reduce its skew"
+                )
+        return out
+
+    def remember(self, analysis: Analysis) -> None:
+        index = analysis.index
+        self.previous = PreviousScan(
+            nodes=frozenset(index.nodes),
+            node_domains={n.name: dict(n.labels) for n in index.state.nodes},
+            members={m.workload: m.count for m in analysis.members},
+        )

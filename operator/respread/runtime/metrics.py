@@ -1,0 +1,60 @@
+"""Prometheus metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+REGISTRY = CollectorRegistry()
+VIOLATIONS = Gauge(
+    "respread_violations",
+    "Violated constraint groups found by the last scan",
+    ["policy"],
+    registry=REGISTRY,
+)
+SKEW = Gauge(
+    "respread_skew",
+    "Skew of a violated constraint group",
+    ["policy", "namespace", "workload", "topology_key"],
+    registry=REGISTRY,
+)
+MISPLACED = Gauge(
+    "respread_misplaced_pods",
+    "Pods of a violated group the scheduler would not place where they are",
+    ["policy", "namespace", "workload", "topology_key"],
+    registry=REGISTRY,
+)
+PLANNED = Gauge(
+    "respread_planned_evictions",
+    "Evictions planned by the last scan",
+    ["policy", "state"],
+    registry=REGISTRY,
+)
+EVICTIONS = Counter(
+    "respread_evictions_total",
+    "Evictions attempted, by result",
+    ["policy", "result"],
+    registry=REGISTRY,
+)
+SCAN_SECONDS = Histogram(
+    "respread_scan_duration_seconds", "Time taken by a scan", ["policy"], registry=REGISTRY
+)
+SCAN_FAILURES = Counter(
+    "respread_scan_failures_total", "Scans that failed", ["policy"], registry=REGISTRY
+)
+LAST_SCAN = Gauge(
+    "respread_last_scan_timestamp_seconds",
+    "When the last scan completed",
+    ["policy"],
+    registry=REGISTRY,
+)
+
+
+def serve(port: int) -> None:
+    start_http_server(port, registry=REGISTRY)
+
+
+def forget(policy: str) -> None:
+    for metric in (SKEW, MISPLACED):
+        for labels in list(metric._metrics):
+            if labels[0] == policy:
+                metric.remove(*labels)
