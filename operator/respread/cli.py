@@ -19,7 +19,7 @@ from respread.explain import Explanation, explain_pod
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
 from respread.report import build_report, render_text
-from respread.snapshot import LoadResult, documents_from_text, load_texts
+from respread.snapshot import LoadResult, documents_from_text, load_documents, load_texts
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -107,10 +107,35 @@ def emit(data: Any, output: str, text: str | None = None) -> None:
         sys.stdout.write(text or "")
 
 
+def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
+    """One read of a live cluster (the kube layer is imported only when asked for)."""
+    from respread.kube.client import KubeError, api_client
+    from respread.kube.reader import read_cluster
+
+    def progress(line: str) -> None:
+        if not quiet:
+            print(f"respread: {line}", file=sys.stderr)
+
+    try:
+        docs = read_cluster(api_client(kubeconfig), progress)
+    except KubeError as err:
+        _fail(str(err))
+    result = load_documents(docs, taken_at=time.time())
+    if not quiet:
+        for problem in result.problems:
+            print(f"respread: warning: {problem} (left out)", file=sys.stderr)
+    return result
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     policy = read_policy(args.policy)
     now = parse_now(args.now)
-    loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+    if (args.snapshot is None) == (args.kubeconfig is None):
+        _fail("give exactly one of --snapshot and --kubeconfig")
+    if args.kubeconfig is not None:
+        loaded = load_live(args.kubeconfig, args.quiet)
+    else:
+        loaded = load_snapshot(args.snapshot, quiet=args.quiet)
     analysis = analyze(loaded.state, policy)
     result = plan(analysis, policy, now=now)
     report = build_report(analysis, result, policy)
@@ -197,7 +222,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--snapshot",
         action="append",
-        required=True,
         metavar="PATH",
         help="a manifest file or directory (kubectl get -o yaml|json), - for stdin;"
         " repeat for several",
@@ -223,7 +247,42 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")
     e.set_defaults(func=cmd_explain)
+    r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
+    r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
+    r.add_argument(
+        "--peering",
+        metavar="NAME",
+        help="a ClusterKopfPeering name: replicas sharing it elect one to act",
+    )
+    r.add_argument(
+        "--liveness", metavar="URL", help="serve liveness, e.g. http://0.0.0.0:8080/healthz"
+    )
+    r.add_argument("--metrics-port", type=int, default=9090, help="0 disables the metrics server")
+    r.add_argument("-v", "--verbose", action="store_true")
+    r.set_defaults(func=cmd_run)
     return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import logging
+
+    from respread.kube.client import KubeError
+    from respread.runtime.operator import run
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        run(
+            kubeconfig=args.kubeconfig,
+            peering=args.peering,
+            liveness=args.liveness,
+            metrics_port=args.metrics_port or None,
+        )
+    except KubeError as err:
+        _fail(str(err))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

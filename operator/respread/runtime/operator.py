@@ -1,0 +1,219 @@
+"""The operator process: kopf watches, one APScheduler job per policy, liveness and metrics.
+
+kopf runs the event loop, watches each kind once and feeds the ClusterCache; APScheduler's
+AsyncIOScheduler, on the same loop, runs each policy's scans on its schedule (never
+overlapping, misfires coalesced, with jitter). Leader election is kopf peering: of several
+replicas sharing a peering name, only one acts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from kubernetes import client
+
+from respread.kube.client import GROUP, PLURAL, VERSION, api_client
+from respread.kube.writer import patch_status
+from respread.policy import PolicyError, RebalancePolicy, parse_policy
+from respread.runtime import metrics
+from respread.runtime.cache import WATCHED, ClusterCache
+from respread.runtime.memory import PolicyMemory
+from respread.runtime.scan import rfc3339, run_scan
+
+log = logging.getLogger(__name__)
+
+WARM_UP = 5.0  # seconds without listing events before the first scan trusts the cache
+STALE_FACTOR = 3  # liveness fails when a policy's last scan is older than 3 intervals
+
+
+@dataclass
+class App:
+    api: client.ApiClient
+    cache: ClusterCache = field(default_factory=ClusterCache)
+    policies: dict[str, tuple[RebalancePolicy, str | None]] = field(default_factory=dict)
+    memories: dict[str, PolicyMemory] = field(default_factory=dict)
+    scheduler: AsyncIOScheduler | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    async def warm(self) -> None:
+        """Wait until the initial listings have been delivered (no event for WARM_UP s)."""
+        while time.monotonic() - max(self.cache.last_event, self.started) < WARM_UP:
+            await asyncio.sleep(0.5)
+
+    async def scan(self, name: str) -> None:
+        await self.warm()
+        entry = self.policies.get(name)
+        if entry is None:
+            return
+        policy, uid = entry
+        memory = self.memories.setdefault(name, PolicyMemory())
+        await run_scan(self.api, self.cache, policy, memory, uid)
+
+    def schedule(self, policy: RebalancePolicy, uid: str | None) -> None:
+        previous = self.policies.get(policy.name)
+        self.policies[policy.name] = (policy, uid)
+        if previous is not None and previous[0].generation == policy.generation:
+            return  # a status update, not a spec change
+        assert self.scheduler is not None
+        if policy.schedule.cron is not None:
+            trigger: Any = CronTrigger.from_crontab(policy.schedule.cron, timezone="UTC")
+            trigger.jitter = 30
+            grace = 60
+        else:
+            interval = policy.schedule.interval or 300.0
+            trigger = IntervalTrigger(seconds=interval, jitter=min(30.0, interval / 10))
+            grace = int(interval)
+        self.scheduler.add_job(
+            self.scan,
+            trigger,
+            args=[policy.name],
+            id=policy.name,
+            name=policy.name,
+            replace_existing=True,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=grace,
+            next_run_time=_now(),
+        )
+        log.info(
+            "RebalancePolicy %s scheduled (%s, %s)",
+            policy.name,
+            policy.mode.value,
+            policy.schedule.cron or f"every {policy.schedule.interval:.0f}s",
+        )
+
+    def unschedule(self, name: str) -> None:
+        self.policies.pop(name, None)
+        self.memories.pop(name, None)
+        metrics.forget(name)
+        if self.scheduler is not None and self.scheduler.get_job(name) is not None:
+            self.scheduler.remove_job(name)
+
+    def stale(self) -> list[str]:
+        now = time.time()
+        out = []
+        for name, (policy, _) in self.policies.items():
+            memory = self.memories.get(name)
+            interval = policy.schedule.interval or 3600.0
+            last = memory.last_scan if memory is not None else None
+            reference = last if last is not None else now - (time.monotonic() - self.started)
+            if now - reference > STALE_FACTOR * interval + WARM_UP + 60:
+                out.append(name)
+        return out
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_registry(app: App) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    def on_event(*, type: str, body: kopf.Body, param: Any = None, **_: Any) -> None:
+        app.cache.apply(str(param), type, body)
+
+    for watched in WATCHED:
+        kopf.on.event(
+            watched.group,
+            watched.version,
+            watched.plural,
+            registry=registry,
+            id=f"cache-{watched.plural}",
+            param=watched.kind,
+        )(on_event)
+
+    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="policies")
+    def on_policy(*, type: str, body: kopf.Body, **_: Any) -> None:
+        name = body.get("metadata", {}).get("name", "")
+        if type == "DELETED":
+            app.unschedule(name)
+            return
+        try:
+            policy = parse_policy(body)
+        except PolicyError as err:
+            log.error("%s", err)
+            app.unschedule(name)
+            status = {
+                "observedGeneration": body.get("metadata", {}).get("generation", 0),
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "InvalidPolicy",
+                        "message": str(err)[:1024],
+                        "lastTransitionTime": rfc3339(time.time()),
+                    }
+                ],
+            }
+            patch_status(app.api, name, status)
+            return
+        app.schedule(policy, body.get("metadata", {}).get("uid"))
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # respread posts its own, meaningful Events
+        settings.watching.server_timeout = 300
+        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+        app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
+        app.scheduler.start()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        if app.scheduler is not None:
+            app.scheduler.shutdown(wait=False)
+
+    @kopf.on.probe(registry=registry, id="scans")
+    def scans(**_: Any) -> dict[str, Any]:
+        stale = app.stale()
+        if stale:
+            raise kopf.PermanentError(f"scans are stale for: {', '.join(stale)}")
+        return {name: (m.last_scan or 0) for name, m in app.memories.items()}
+
+    return registry
+
+
+def run(
+    kubeconfig: str | None = None,
+    peering: str | None = None,
+    liveness: str | None = None,
+    metrics_port: int | None = 9090,
+) -> None:
+    """Start the operator and block until it is stopped."""
+    api = api_client(kubeconfig)
+    app = App(api=api)
+    registry = build_registry(app)
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        config = api.configuration
+        return kopf.ConnectionInfo(
+            server=config.host,
+            ca_path=config.ssl_ca_cert,
+            insecure=not config.verify_ssl,
+            scheme="Bearer" if config.api_key.get("authorization") else None,
+            token=(config.api_key.get("authorization") or "").removeprefix("Bearer ") or None,
+            certificate_path=config.cert_file,
+            private_key_path=config.key_file,
+            default_namespace=None,
+        )
+
+    if metrics_port:
+        metrics.serve(metrics_port)
+    asyncio.run(
+        kopf.operator(
+            registry=registry,
+            clusterwide=True,
+            standalone=peering is None,
+            peering_name=peering,
+            liveness_endpoint=liveness,
+        )
+    )

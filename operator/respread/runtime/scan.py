@@ -1,0 +1,220 @@
+"""One scan of one policy: snapshot, analyse, plan, (enforce), report."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
+from respread.kube.evictions import Result, evict
+from respread.kube.writer import patch_status, post_event
+from respread.model import ClusterState, Pod
+from respread.planner import Move, Plan, plan
+from respread.policy import Mode, RebalancePolicy
+from respread.report import build_report
+from respread.runtime import metrics
+from respread.runtime.cache import ClusterCache
+from respread.runtime.memory import PolicyMemory
+from respread.status import Execution, build_status, failed_scan_status, violation_key
+
+log = logging.getLogger(__name__)
+
+# One policy evicts at a time, whatever the number of policies.
+ENFORCEMENT = asyncio.Lock()
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    analysis: Analysis
+    plan: Plan
+    report: dict[str, Any]
+
+
+def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRef]:
+    """Workloads with a pod not Ready yet (pacing: a replacement must be Ready first)."""
+    out = set()
+    for pod in state.pods:
+        if pod.owner is None or pod.terminating or pod.finished:
+            continue
+        if pod.node_name is None or not pod.ready:
+            out.add(workload_of(pod, analysis.index))
+    return out
+
+
+def compute(
+    state: ClusterState, policy: RebalancePolicy, memory: PolicyMemory, now: float
+) -> Computed:
+    """The pure part of a scan (run in a worker thread: it is CPU-bound)."""
+    analysis = analyze(state, policy)
+    memory.review(analysis, now, policy.eviction.cooldown)
+    held = (
+        memory.held(now, unready_workloads(state, analysis)) if policy.mode is Mode.ENFORCE else {}
+    )
+    result = plan(analysis, policy, now=now, history=memory.last_eviction, held=held)
+    report = build_report(analysis, result, policy, memory.previous)
+    memory.remember(analysis)
+    return Computed(analysis, result, report)
+
+
+def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
+    for g in analysis.violations:
+        if g.workload == move.workload:
+            return g.constraint.key, g.skew
+    return "", 0
+
+
+async def enforce(
+    api: client.ApiClient,
+    *,
+    policy: RebalancePolicy,
+    computed: Computed,
+    cache_pods: Mapping[tuple[str, str], Pod],
+    memory: PolicyMemory,
+    now: float,
+) -> list[Execution]:
+    """Evict the planned pods in order; budgets and caps were already counted by the plan."""
+    executions: list[Execution] = []
+    async with ENFORCEMENT:
+        for move in computed.plan.moves:
+            current = cache_pods.get((move.pod.namespace, move.pod.name))
+            if (
+                current is None
+                or current.uid != move.pod.uid
+                or current.node_name != move.from_node
+                or current.terminating
+            ):
+                executions.append(
+                    Execution(
+                        move.pod.namespace,
+                        move.pod.name,
+                        "Failed",
+                        "the pod changed since the scan; not evicted",
+                    )
+                )
+                continue
+            outcome = await asyncio.to_thread(
+                evict,
+                api,
+                move.pod.namespace,
+                move.pod.name,
+                uid=move.pod.uid,
+                grace_period_seconds=policy.eviction.grace_period_seconds,
+            )
+            metrics.EVICTIONS.labels(policy.name, outcome.result.value).inc()
+            executions.append(
+                Execution(move.pod.namespace, move.pod.name, outcome.result.value, outcome.reason)
+            )
+            if outcome.result is Result.EVICTED:
+                key, skew = _skew(computed.analysis, move)
+                memory.record_eviction(move.workload, key, skew, time.time())
+                where = ", ".join(f"{k}={v}" for k, v in move.to_domain)
+                await asyncio.to_thread(
+                    post_event,
+                    api,
+                    kind="Pod",
+                    name=move.pod.name,
+                    namespace=move.pod.namespace,
+                    uid=move.pod.uid,
+                    reason="Rebalanced",
+                    message=f"evicted by RebalancePolicy {policy.name}: {move.reason}; the "
+                    f"replacement is expected at {where}",
+                )
+    return executions
+
+
+def _new_violations(report: Mapping[str, Any], previous: Mapping[str, Any] | None) -> list[Any]:
+    seen = {
+        violation_key(v)
+        for v in (previous or {}).get("violations", ())
+        if isinstance(v, Mapping) and "workload" in v
+    }
+    return [v for v in report["violations"] if violation_key(v) not in seen]
+
+
+def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
+    metrics.forget(policy.name)
+    metrics.VIOLATIONS.labels(policy.name).set(report["summary"]["violations"])
+    for v in report["violations"]:
+        labels = (
+            policy.name,
+            v["namespace"],
+            f"{v['workload']['kind']}/{v['workload']['name']}",
+            v["topologyKey"],
+        )
+        metrics.SKEW.labels(*labels).set(v["skew"])
+        metrics.MISPLACED.labels(*labels).set(v["violatingPods"])
+    metrics.PLANNED.labels(policy.name, "Planned").set(len(report["evictions"]))
+    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report["deferred"]))
+    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report["skipped"]))
+
+
+async def run_scan(
+    api: client.ApiClient,
+    cache: ClusterCache,
+    policy: RebalancePolicy,
+    memory: PolicyMemory,
+    policy_uid: str | None = None,
+) -> None:
+    started = time.monotonic()
+    now = time.time()
+    try:
+        state = cache.snapshot()
+        computed = await asyncio.to_thread(compute, state, policy, memory, now)
+        executions: Iterable[Execution] = ()
+        if policy.mode is Mode.ENFORCE and computed.plan.moves:
+            pods = {(p.namespace, p.name): p for p in cache.snapshot().pods}
+            executions = await enforce(
+                api, policy=policy, computed=computed, cache_pods=pods, memory=memory, now=now
+            )
+        status = build_status(
+            computed.report,
+            policy,
+            rfc3339(now),
+            previous=memory.previous_status,
+            executions=list(executions),
+        )
+        await asyncio.to_thread(patch_status, api, policy.name, status)
+        for v in _new_violations(computed.report, memory.previous_status):
+            await asyncio.to_thread(
+                post_event,
+                api,
+                kind="RebalancePolicy",
+                name=policy.name,
+                namespace=None,
+                uid=policy_uid,
+                api_version="respread.io/v1alpha1",
+                reason="ViolationFound",
+                warning=True,
+                message=f"{v['namespace']}/{v['workload']['name']}: {v['topologyKey']} skew "
+                f"{v['skew']} > maxSkew {v['maxSkew']} ({v['cause']}); {v['message']}",
+            )
+        memory.previous_status = status
+        memory.last_scan = now
+        _export(policy, computed.report)
+        metrics.LAST_SCAN.labels(policy.name).set(now)
+    except Exception as err:  # a failed scan is reported; the operator keeps running
+        log.exception("scan of RebalancePolicy %s failed", policy.name)
+        metrics.SCAN_FAILURES.labels(policy.name).inc()
+        try:
+            status = failed_scan_status(
+                policy,
+                rfc3339(now),
+                f"{type(err).__name__}: {err}",
+                previous=memory.previous_status,
+            )
+            await asyncio.to_thread(patch_status, api, policy.name, status)
+        except Exception:  # the API server may be the reason the scan failed
+            log.warning("could not report the failed scan of %s", policy.name)
+    finally:
+        metrics.SCAN_SECONDS.labels(policy.name).observe(time.monotonic() - started)
