@@ -7,8 +7,8 @@ them on fake nodes, kwok turns them Running and Ready, and the disruption contro
 PodDisruptionBudget status. The binaries come from `hack/k8s-binaries` (see `resolve_assets`).
 
 Every component runs in its own process group with its output in `<tmp>/logs/<name>.log`; `stop()`
-sends SIGTERM, waits, then SIGKILLs the group. On Linux the children also get SIGKILL should the
-test process die without running its teardown.
+sends SIGTERM, waits, then SIGKILLs the group. On Linux, components started from the main thread
+also get SIGKILL should the test process die without running its teardown (SIGKILL, SIGTERM).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -64,7 +65,7 @@ def resolve_assets(*, build: bool = True, progress: TextIO | None = None) -> Pat
     """The directory holding the control-plane binaries, building them on a cache miss.
 
     Runs `hack/k8s-binaries` (which honours RESPREAD_K8S_ASSETS and KUBEBUILDER_ASSETS and
-    caches outside the repo); its progress goes to `progress` (default: our stderr). With
+    caches outside the repo); its progress goes to `progress` (default: inherit fd 2). With
     `build=False` (env RESPREAD_K8S_BUILD=0) a cache miss is an error instead of a build.
     """
     env = dict(os.environ)
@@ -79,7 +80,7 @@ def resolve_assets(*, build: bool = True, progress: TextIO | None = None) -> Pat
     proc = subprocess.run(
         [str(BUILD_SCRIPT)],
         stdout=subprocess.PIPE,
-        stderr=progress if progress is not None else sys.stderr,
+        stderr=progress,
         text=True,
         env=env,
         check=False,
@@ -209,6 +210,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _pdeathsig_safe() -> bool:
+    """PR_SET_PDEATHSIG fires when the creating *thread* exits, so only use it from the main
+    thread (a component restarted from a worker thread must outlive that thread)."""
+    return sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -244,7 +251,7 @@ class Component:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: stop() signals the whole group
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if _pdeathsig_safe() else None,  # noqa: PLW1509
             )
         self.wait_ready(timeout)
 
@@ -550,6 +557,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={kcm_port}",
                 f"--cert-dir={self.tmp / 'kcm-certs'}",
+                "--authentication-skip-lookup=true",  # no front-proxy CA: don't look for one
                 "--leader-elect=false",
                 "--controllers=*",
                 "--use-service-account-credentials=true",
@@ -570,6 +578,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={sched_port}",
                 f"--cert-dir={self.tmp / 'scheduler-certs'}",
+                "--authentication-skip-lookup=true",  # no front-proxy CA: don't look for one
                 "--leader-elect=false",
             ],
             self.logs_dir / "kube-scheduler.log",
@@ -616,3 +625,39 @@ class ControlPlane:
                 return int(resp.status), resp.read().decode(errors="replace")
         except urllib.error.HTTPError as err:
             return int(err.code), err.read().decode(errors="replace")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a control plane by hand: `python tests/cluster/kube_harness.py [--e2e] [DIR]`.
+
+    Prints the admin kubeconfig path (for kubectl or a locally run operator) and keeps the
+    control plane up until interrupted.
+    """
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--e2e", action="store_true", help="also run controller-manager etc.")
+    parser.add_argument("dir", nargs="?", help="working directory (default: a new temp dir)")
+    args = parser.parse_args(argv)
+    tmp = Path(args.dir or tempfile.mkdtemp(prefix="respread-k8s-"))
+    cp = ControlPlane(resolve_assets(), tmp)
+    try:
+        cp.start()
+        if args.e2e:
+            cp.start_e2e()
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in cp.timings.items())
+        print(f"ready ({timings}); logs in {cp.logs_dir}", file=sys.stderr)
+        print(f"export KUBECONFIG={cp.kubeconfig}", flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cp.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -210,3 +210,31 @@ def test_audit_log_records_each_eviction(
         assert e["requestURI"] == (
             f"/api/v1/namespaces/{namespace}/pods/{e['objectRef']['name']}/eviction"
         )
+
+
+def test_apiserver_restart_in_place(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    """`restart_apiserver()` keeps port, certificates and etcd: clients, stored objects and the
+    controllers carry on."""
+    fake_nodes.create_zones({"zone-a": 1})
+    core_v1.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "before"}, "data": {"k": "v"}}
+    )
+    port = e2e_cluster.port
+
+    seconds = e2e_cluster.restart_apiserver()
+
+    assert e2e_cluster.port == port
+    assert seconds < 120
+    assert core_v1.read_namespaced_config_map("before", namespace).data == {"k": "v"}
+    # Controller-manager, scheduler and kwok reconnect: a new Deployment still goes Ready.
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("after", 2, node_selector=fake_nodes.node_selector)
+    )
+    wait_pods_ready(core_v1, namespace, "app=after", 2)
+    assert e2e_cluster.e2e_running
