@@ -229,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
     )
+    p.add_argument(
+        "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
+    )
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
