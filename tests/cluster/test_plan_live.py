@@ -1,4 +1,4 @@
-"""`respread plan --kubeconfig`: one scan of a live cluster, and a clear error when there is none."""
+"""`respread plan --kubeconfig`: one scan of a live cluster; a clear error when there is none."""
 
 from __future__ import annotations
 
