@@ -58,8 +58,26 @@ def read_snapshot(paths: Sequence[str]) -> list[tuple[str, str]]:
     return texts
 
 
+SLOW = 2.0  # seconds: a stage that takes longer says so on stderr
+
+
+def note(quiet: bool, started: float, what: str) -> None:
+    """A progress line on stderr for a stage that took a noticeable time."""
+    elapsed = time.monotonic() - started
+    if not quiet and elapsed >= SLOW:
+        print(f"respread: {what} in {elapsed:.1f}s", file=sys.stderr)
+
+
 def load_snapshot(paths: Sequence[str], quiet: bool = False) -> LoadResult:
-    result = load_texts(read_snapshot(paths), taken_at=time.time())
+    started = time.monotonic()
+    texts = read_snapshot(paths)
+    result = load_texts(texts, taken_at=time.time())
+    state = result.state
+    note(
+        quiet,
+        started,
+        f"read {len(state.nodes)} nodes and {len(state.pods)} pods from {len(texts)} file(s)",
+    )
     if not quiet:
         for problem in result.problems:
             print(f"respread: warning: {problem} (left out)", file=sys.stderr)
@@ -136,9 +154,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         loaded = load_live(args.kubeconfig, args.quiet)
     else:
         loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+    started = time.monotonic()
     analysis = analyze(loaded.state, policy)
     result = plan(analysis, policy, now=now)
     report = build_report(analysis, result, policy)
+    note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
     emit(report, args.output, render_text(report) if args.output == "text" else None)
     return 0
 
