@@ -283,7 +283,8 @@ class Component:
         proc, self.process = self.process, None
         if proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        steps = [(signal.SIGTERM, grace)] if grace > 0 else []
+        for sig, wait in [*steps, (signal.SIGKILL, 5.0)]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
             try:
@@ -486,6 +487,8 @@ class ControlPlane:
                 "--audit-log-mode=blocking",
                 "--audit-log-maxsize=0",
                 "--audit-log-maxbackup=0",
+                # Close open watches on SIGTERM instead of waiting (up to 60 s) for them.
+                "--shutdown-watch-termination-grace-period=2s",
             ],
             self.logs_dir / "kube-apiserver.log",
             lambda: _http_ok(f"{self.server}/readyz", self._admin_ctx),
@@ -500,13 +503,17 @@ class ControlPlane:
     def start_apiserver(self) -> None:
         self.components["kube-apiserver"].start(APISERVER_READY_TIMEOUT)
 
-    def stop_apiserver(self) -> None:
-        self.components["kube-apiserver"].stop()
+    def stop_apiserver(self, graceful: bool = True) -> None:
+        """SIGTERM (graceful shutdown, ~1 s) or, with graceful=False, SIGKILL (a crash)."""
+        self.components["kube-apiserver"].stop(grace=STOP_GRACE if graceful else 0)
 
-    def restart_apiserver(self) -> float:
-        """Stop and start kube-apiserver in place (same port, certs, etcd); seconds until ready."""
+    def restart_apiserver(self, graceful: bool = True) -> float:
+        """Stop and start kube-apiserver in place (same port, certs, etcd); seconds until ready.
+
+        Clients (the kubernetes client, controllers, kwok, an operator) see connection errors
+        while it is down and reconnect to the same address afterwards."""
         t0 = time.monotonic()
-        self.stop_apiserver()
+        self.stop_apiserver(graceful)
         self.start_apiserver()
         return time.monotonic() - t0
 
