@@ -14,6 +14,7 @@ also get SIGKILL should the test process die without running its teardown (SIGKI
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import ctypes
 import json
@@ -65,8 +66,9 @@ def resolve_assets(*, build: bool = True, progress: TextIO | None = None) -> Pat
     """The directory holding the control-plane binaries, building them on a cache miss.
 
     Runs `hack/k8s-binaries` (which honours RESPREAD_K8S_ASSETS and KUBEBUILDER_ASSETS and
-    caches outside the repo); its progress goes to `progress` (default: inherit fd 2). With
-    `build=False` (env RESPREAD_K8S_BUILD=0) a cache miss is an error instead of a build.
+    caches outside the repo), relaying its progress lines to `progress` (default: the process's
+    real stderr). With `build=False` (env RESPREAD_K8S_BUILD=0) a cache miss is an error instead
+    of a build. Failures raise `ClusterError` quoting the end of the script's output.
     """
     env = dict(os.environ)
     if not build:
@@ -76,22 +78,25 @@ def resolve_assets(*, build: bool = True, progress: TextIO | None = None) -> Pat
         env["RESPREAD_K8S_NO_BUILD"] = "1"
     if not os.access(BUILD_SCRIPT, os.X_OK):
         raise ClusterError(f"{BUILD_SCRIPT} is missing or not executable")
+    out = progress if progress is not None else sys.__stderr__
     started = time.monotonic()
-    proc = subprocess.run(
-        [str(BUILD_SCRIPT)],
-        stdout=subprocess.PIPE,
-        stderr=progress,
-        text=True,
-        env=env,
-        check=False,
+    proc = subprocess.Popen(
+        [str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
+    assert proc.stdout is not None and proc.stderr is not None
+    tail: collections.deque[str] = collections.deque(maxlen=30)
+    for line in proc.stderr:  # the script prints only its final answer on stdout
+        tail.append(line.rstrip("\n"))
+        if out is not None:
+            out.write(line)
+            out.flush()
+    lines = proc.stdout.read().strip().splitlines()
+    if proc.wait() != 0 or not lines:
         raise ClusterError(
             f"hack/k8s-binaries failed (exit {proc.returncode}) after "
-            f"{time.monotonic() - started:.0f}s; its error is printed above. Run it by hand to "
-            "see it again, or point RESPREAD_K8S_ASSETS at a directory holding "
-            f"{', '.join(BINARIES)} and {KWOK_STAGES_FILE}."
+            f"{time.monotonic() - started:.0f}s; run it by hand to retry, or point "
+            f"RESPREAD_K8S_ASSETS at a directory holding {', '.join(BINARIES)} and "
+            f"{KWOK_STAGES_FILE}. Its output ended with:\n" + "\n".join(tail)
         )
     assets = Path(lines[-1])
     if not assets_complete(assets):
