@@ -5,15 +5,11 @@ skew converges within maxSkew, without exceeding the budget."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
     FakeNodes,
@@ -26,67 +22,13 @@ from kube_helpers import (
     zone_of_nodes,
 )
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.cluster
+pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
-REPO = Path(__file__).resolve().parents[2]
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-
-
-@pytest.fixture(scope="module")
-def crd(api_client: client.ApiClient) -> None:
-    ext = client.ApiextensionsV1Api(api_client)
-    body = yaml.safe_load((REPO / "crds" / "rebalancepolicy.yaml").read_text())
-    try:
-        ext.create_custom_resource_definition(body)
-    except ApiException as err:
-        if err.status != 409:
-            raise
-
-    def established() -> bool:
-        crd = ext.read_custom_resource_definition(body["metadata"]["name"])
-        return any(
-            c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])
-        )
-
-    wait_for(established, 30, "the RebalancePolicy CRD to be established")
-
-
-@pytest.fixture
-def operator(control_plane: ControlPlane, crd: None, tmp_path: Path) -> Iterator[Path]:
-    """`respread run` as a separate process, with its log kept for failures."""
-    log = tmp_path / "respread-operator.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "respread.cli",
-                "run",
-                "--kubeconfig",
-                str(control_plane.kubeconfig),
-                "--metrics-port",
-                "0",
-                "-v",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-        )
-    try:
-        yield log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.returncode not in (0, -15):
-            print(log.read_text()[-4000:])
 
 
 def make_policy(custom: client.CustomObjectsApi, name: str, namespace: str, mode: str) -> None:

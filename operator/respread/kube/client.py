@@ -31,13 +31,18 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         raise KubeError(f"cannot load credentials from {where}: {err}") from None
 
 
-def get_json(api: client.ApiClient, path: str, query: list[tuple[str, Any]] | None = None) -> Any:
+def get_json(
+    api: client.ApiClient,
+    path: str,
+    query: list[tuple[str, Any]] | None = None,
+    accept: str = "application/json",
+) -> Any:
     """GET a path and return the decoded JSON, without the client's model classes."""
     method, url, headers, _, _ = api.param_serialize(
         "GET",
         path,
         query_params=query or [],
-        header_params={"Accept": "application/json"},
+        header_params={"Accept": accept},
         auth_settings=["BearerToken"],
     )
     response = api.call_api(method, url, header_params=headers)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import urllib3
@@ -26,16 +26,20 @@ LISTS = (
     ("Job", "/apis/batch/v1/jobs"),
 )
 PAGE = 500
+# Names only: the server answers a list with PartialObjectMetadataList (no specs, no statuses).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
-def list_objects(api: client.ApiClient, kind: str, path: str) -> Iterator[dict[str, Any]]:
+def list_objects(
+    api: client.ApiClient, kind: str, path: str, accept: str = "application/json"
+) -> Iterator[dict[str, Any]]:
     token: str | None = None
     while True:
         query: list[tuple[str, Any]] = [("limit", PAGE)]
         if token:
             query.append(("continue", token))
-        page = get_json(api, path, query)
-        for item in page.get("items", ()):
+        page = get_json(api, path, query, accept)
+        for item in page.get("items") or ():  # a metadata-only empty list says null
             item.setdefault("kind", kind)  # list items carry no kind
             yield item
         token = (page.get("metadata") or {}).get("continue")
@@ -61,4 +65,27 @@ def read_cluster(
         if progress is not None:
             progress(f"read {len(items)} {kind} object(s)")
         out.extend((f"{server}{path}", item) for item in items)
+    return out
+
+
+def list_keys(api: client.ApiClient, paths: Mapping[str, str]) -> dict[str, set[tuple[str, str]]]:
+    """The (namespace, name) of every object of each kind ({kind: list path}) that exists now:
+    metadata-only lists, for telling which cached objects the API server no longer has."""
+    server = api.configuration.host
+    out: dict[str, set[tuple[str, str]]] = {}
+    for kind, path in paths.items():
+        try:
+            out[kind] = {
+                (
+                    str((item.get("metadata") or {}).get("namespace") or ""),
+                    str((item.get("metadata") or {}).get("name") or ""),
+                )
+                for item in list_objects(api, kind, path, METADATA_ONLY)
+            }
+        except ApiException as err:
+            raise KubeError(
+                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
+            ) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
     return out

@@ -15,6 +15,10 @@ EVENT_NAMESPACE = "default"  # Events about cluster-scoped policies live here
 COMPONENT = "respread"
 
 
+class PolicyGoneError(KubeError):
+    """The RebalancePolicy no longer exists (its status could not be written: 404)."""
+
+
 def patch_status(api: client.ApiClient, policy: str, status: dict[str, Any]) -> None:
     custom = client.CustomObjectsApi(api)
     try:
@@ -22,6 +26,8 @@ def patch_status(api: client.ApiClient, policy: str, status: dict[str, Any]) -> 
             GROUP, VERSION, PLURAL, policy, {"status": status}
         )
     except ApiException as err:
+        if err.status == 404:
+            raise PolicyGoneError(f"RebalancePolicy {policy} no longer exists") from None
         raise KubeError(
             f"writing the status of RebalancePolicy {policy} failed: HTTP {err.status} {err.reason}"
         ) from None

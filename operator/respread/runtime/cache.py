@@ -3,16 +3,29 @@
 kopf delivers every object of each watched kind (first as a listing, then as changes); each
 event replaces or removes one record. A scan takes a consistent ClusterState from here.
 Nothing is written to the watched objects: no finalizers, no annotations.
+
+A watch that cannot resume where it stopped (410 Gone: its resource version has expired, as
+after an API server restart) is restarted by kopf with a new listing. A listing shows what
+exists, never what was deleted meanwhile, so records of objects deleted while the watch was
+away would stay forever. Listed objects arrive as events without a type; one arriving after
+the initial listings marks the cache as relisted, and the next scan first sweeps it: a
+metadata-only list of each kind says which objects exist, and records of any other object not
+touched since the sweep began are dropped. A sweep also runs every RESYNC seconds, for a kind
+relisted with no object left at all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubernetes import client
+
+from respread.kube.reader import list_keys
 from respread.model import (
     ClusterState,
     DisruptionBudget,
@@ -26,6 +39,10 @@ from respread.snapshot import FieldError, ObjectParser, Record
 
 log = logging.getLogger(__name__)
 
+RESYNC = 600.0  # seconds between sweeps when no relisting asked for one
+SETTLED = 5.0  # a listing that starts this long after the last listed object is a relisting
+Key = tuple[str, str]  # (namespace, name)
+
 
 @dataclass(frozen=True, slots=True)
 class Watched:
@@ -33,6 +50,11 @@ class Watched:
     version: str
     plural: str
     kind: str
+
+    @property
+    def path(self) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{base}/{self.plural}"
 
 
 WATCHED = (
@@ -53,15 +75,29 @@ WATCHED = (
 class ClusterCache:
     def __init__(self, parser: ObjectParser | None = None) -> None:
         self._parser = parser or ObjectParser()
-        self._records: dict[str, dict[tuple[str, str], Record]] = {w.kind: {} for w in WATCHED}
+        self._records: dict[str, dict[Key, Record]] = {w.kind: {} for w in WATCHED}
         self.last_event = 0.0
+        self.last_listed = 0.0  # the last event of a listing (an event without a type)
+        self.listed = False  # the first scan found the listings settled: any later one relists
+        self.relisted = False  # a kind was relisted since the last sweep began
+        self.swept = time.monotonic()
         self.malformed = 0
+        self._touched: dict[str, set[Key]] | None = None  # during a sweep
+        self._sweeping = asyncio.Lock()
 
     def apply(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
         """One watch event: None/ADDED/MODIFIED replace the record, DELETED removes it."""
         meta = body.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         self.last_event = time.monotonic()
+        if event_type is None:
+            settled = self.last_listed and self.last_event - self.last_listed > SETTLED
+            if (self.listed or settled) and not self.relisted:
+                log.info("%s objects are being relisted: a watch was restarted", kind)
+                self.relisted = True
+            self.last_listed = self.last_event
+        if self._touched is not None:
+            self._touched[kind].add(key)
         store = self._records[kind]
         if event_type == "DELETED":
             store.pop(key, None)
@@ -78,6 +114,50 @@ class ClusterCache:
 
     def count(self, kind: str) -> int:
         return len(self._records[kind])
+
+    def needs_sweep(self) -> bool:
+        return self.relisted or time.monotonic() - self.swept > RESYNC
+
+    def begin_sweep(self) -> None:
+        self._touched = {kind: set() for kind in self._records}
+        self.relisted = False  # a relisting from now on asks for another sweep
+
+    def end_sweep(self, present: Mapping[str, set[Key]]) -> int:
+        """Drop the records of objects neither in `present` (listed after begin_sweep) nor
+        touched by an event since; returns how many were dropped."""
+        touched, self._touched = self._touched or {}, None
+        dropped = 0
+        for kind, keys in present.items():
+            store = self._records[kind]
+            seen = touched.get(kind, set())
+            for key in [k for k in store if k not in keys and k not in seen]:
+                del store[key]
+                dropped += 1
+        self.swept = time.monotonic()
+        return dropped
+
+    def abort_sweep(self) -> None:
+        self._touched = None
+        self.relisted = True  # still to do
+
+    async def sweep(self, api: client.ApiClient) -> int:
+        """Forget the objects the API server no longer has, if a relisting (or RESYNC) asks
+        for it. Must run on the event loop that applies the events."""
+        async with self._sweeping:
+            if not self.needs_sweep():
+                return 0
+            self.begin_sweep()
+            try:
+                present = await asyncio.to_thread(list_keys, api, {w.kind: w.path for w in WATCHED})
+            except BaseException:
+                self.abort_sweep()
+                raise
+            dropped = self.end_sweep(present)
+        if dropped:
+            log.warning(
+                "forgot %d cached object(s) deleted while a watch was away (relisted)", dropped
+            )
+        return dropped
 
     def snapshot(self) -> ClusterState:
         r = self._records

@@ -1,7 +1,8 @@
 """What the operator remembers between scans of one policy.
 
 The last eviction per workload (cooldown), the workloads whose evictions did not reduce their
-skew (loop protection, with an exponential back-off), and the previous scan's view (causes).
+skew (loop protection, with an exponential back-off), the previous scan's view (causes), and
+the cause each ongoing violation was first given.
 Kept in memory: after a restart the cooldown starts afresh, which is safe because the planner
 and the budgets re-check everything against the cluster as it is.
 """
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respread.analysis import Analysis, WorkloadRef
-from respread.causes import PreviousScan
+from respread.causes import Cause, PreviousScan
+from respread.status import violation_key
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
 
@@ -27,6 +29,7 @@ class PolicyMemory:
     previous: PreviousScan | None = None
     previous_status: Mapping[str, Any] | None = None
     last_scan: float | None = None
+    causes: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
 
     def record_eviction(self, workload: WorkloadRef, key: str, skew: int, now: float) -> None:
         self.last_eviction[workload] = now
@@ -66,3 +69,20 @@ class PolicyMemory:
             node_domains={n.name: dict(n.labels) for n in index.state.nodes},
             members={m.workload: m.count for m in analysis.members},
         )
+
+    def carry_causes(self, report: Mapping[str, Any]) -> None:
+        """An ongoing violation keeps the cause it was first given.
+
+        Causes are read from what changed since the previous scan, so the scan after the one
+        that saw a node leave or the replicas drop has no evidence left and would say Unknown.
+        Like ``since``, the cause belongs to the violation: it stays until the violation is
+        gone, and is only refined when it was Unknown.
+        """
+        kept: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+        for v in report["violations"]:
+            key = violation_key(v)
+            before = self.causes.get(key)
+            if before is not None and before[0] != Cause.UNKNOWN.value:
+                v["cause"], v["causeMessage"] = before
+            kept[key] = (v["cause"], v["causeMessage"])
+        self.causes = kept

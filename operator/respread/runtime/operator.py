@@ -31,7 +31,7 @@ from respread.runtime.scan import rfc3339, run_scan
 
 log = logging.getLogger(__name__)
 
-WARM_UP = 5.0  # seconds without listing events before the first scan trusts the cache
+WARM_UP = 5.0  # seconds without listing events before a scan trusts the cache
 STALE_FACTOR = 3  # liveness fails when a policy's last scan is older than 3 intervals
 
 
@@ -45,9 +45,15 @@ class App:
     started: float = field(default_factory=time.monotonic)
 
     async def warm(self) -> None:
-        """Wait until the initial listings have been delivered (no event for WARM_UP s)."""
-        while time.monotonic() - max(self.cache.last_event, self.started) < WARM_UP:
+        """Wait until the listings have been delivered (no listed object for WARM_UP s).
+
+        Only listings count (the initial ones, and those of a watch restarted after 410 Gone):
+        waiting for a quiet spell in all events would starve the scans on a busy cluster, where
+        something changes every second.
+        """
+        while time.monotonic() - max(self.cache.last_listed, self.started) < WARM_UP:
             await asyncio.sleep(0.5)
+        self.cache.listed = True
 
     async def scan(self, name: str) -> None:
         await self.warm()
@@ -56,7 +62,8 @@ class App:
             return
         policy, uid = entry
         memory = self.memories.setdefault(name, PolicyMemory())
-        await run_scan(self.api, self.cache, policy, memory, uid)
+        if not await run_scan(self.api, self.cache, policy, memory, uid):
+            self.unschedule(name)
 
     def schedule(self, policy: RebalancePolicy, uid: str | None) -> None:
         previous = self.policies.get(policy.name)
@@ -118,7 +125,9 @@ def _now() -> datetime:
 def build_registry(app: App) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
-    def on_event(*, type: str, body: kopf.Body, param: Any = None, **_: Any) -> None:
+    # A coroutine, so that kopf runs it on the event loop rather than in a worker thread: the
+    # cache is then only ever touched from the loop (events, snapshots and sweeps alike).
+    async def on_event(*, type: str | None, body: kopf.Body, param: Any = None, **_: Any) -> None:
         app.cache.apply(str(param), type, body)
 
     for watched in WATCHED:

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
 from respread.kube.evictions import Result, evict
-from respread.kube.writer import patch_status, post_event
+from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
 from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
@@ -63,6 +63,7 @@ def compute(
     )
     result = plan(analysis, policy, now=now, history=memory.last_eviction, held=held)
     report = build_report(analysis, result, policy, memory.previous)
+    memory.carry_causes(report)
     memory.remember(analysis)
     return Computed(analysis, result, report)
 
@@ -165,10 +166,13 @@ async def run_scan(
     policy: RebalancePolicy,
     memory: PolicyMemory,
     policy_uid: str | None = None,
-) -> None:
+) -> bool:
+    """One scan; False when the policy turned out not to exist any more (a deletion that the
+    watch missed while it was away: a relisting does not report deletions)."""
     started = time.monotonic()
     now = time.time()
     try:
+        await cache.sweep(api)  # if a watch was resumed by relisting
         state = cache.snapshot()
         computed = await asyncio.to_thread(compute, state, policy, memory, now)
         executions: Iterable[Execution] = ()
@@ -203,6 +207,9 @@ async def run_scan(
         memory.last_scan = now
         _export(policy, computed.report)
         metrics.LAST_SCAN.labels(policy.name).set(now)
+    except PolicyGoneError:
+        log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
+        return False
     except Exception as err:  # a failed scan is reported; the operator keeps running
         log.exception("scan of RebalancePolicy %s failed", policy.name)
         metrics.SCAN_FAILURES.labels(policy.name).inc()
@@ -214,7 +221,14 @@ async def run_scan(
                 previous=memory.previous_status,
             )
             await asyncio.to_thread(patch_status, api, policy.name, status)
+            # The object now says the scan failed: the next scan's conditions transition from
+            # there (the last good report, its violations and their `since`, stays as it was).
+            memory.previous_status = {
+                **(memory.previous_status or {}),
+                "conditions": status["conditions"],
+            }
         except Exception:  # the API server may be the reason the scan failed
             log.warning("could not report the failed scan of %s", policy.name)
     finally:
         metrics.SCAN_SECONDS.labels(policy.name).observe(time.monotonic() - started)
+    return True
