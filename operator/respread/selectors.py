@@ -59,8 +59,22 @@ def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) 
     return all(requirement_matches(r, labels) for r in selector.requirements)
 
 
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+
+
+def _parses(req: Requirement) -> bool:
+    """Whether labels.NewRequirement accepts it: a term with one that fails never matches."""
+    if not all(len(v) <= 63 and _LABEL_VALUE.fullmatch(v) for v in req.values):
+        return False
+    if req.op in (Op.GT, Op.LT):
+        return len(req.values) == 1 and _as_int(req.values[0]) is not None
+    return True
+
+
 def term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     if not term.match_expressions and not term.match_fields:
+        return False
+    if not all(_parses(r) for r in term.match_expressions):
         return False
     if not all(requirement_matches(r, node.labels) for r in term.match_expressions):
         return False

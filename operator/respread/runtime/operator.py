@@ -122,6 +122,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _token(config: Any) -> str | None:
+    """The bearer token, wherever this kubernetes client version keeps it."""
+    keys = config.api_key or {}
+    raw = keys.get("BearerToken") or keys.get("authorization") or ""
+    return str(raw).removeprefix("Bearer ").strip() or None
+
+
 def build_registry(app: App) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
@@ -208,8 +215,8 @@ def run(
             server=config.host,
             ca_path=config.ssl_ca_cert,
             insecure=not config.verify_ssl,
-            scheme="Bearer" if config.api_key.get("authorization") else None,
-            token=(config.api_key.get("authorization") or "").removeprefix("Bearer ") or None,
+            scheme="Bearer" if _token(config) else None,
+            token=_token(config),
             certificate_path=config.cert_file,
             private_key_path=config.key_file,
             default_namespace=None,
