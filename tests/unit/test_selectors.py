@@ -24,6 +24,7 @@ from respread.selectors import (
 )
 from tests.unit.builders import node
 
+
 def test_a_term_with_a_value_the_api_cannot_parse_never_matches() -> None:
     # labels.NewRequirement rejects "-1" (not a valid label value), so the scheduler's
     # NodeAffinity never matches the term (found by the kube-scheduler oracle).
