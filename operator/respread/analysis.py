@@ -224,6 +224,9 @@ def analyze(
     index = index or build_index(state, policy)
     members, skipped = collect_members(index, policy)
     groups: list[Group] = []
+    # Spaces are shared by many groups; sorting a hostname space's thousands of domains once
+    # per space rather than once per group keeps analysis linear (and shares the tuples).
+    sorted_domains: dict[int, tuple[str, ...]] = {}
     for m in members:
         tables = index.tables(m.profile)
         for i, c in enumerate(m.profile.constraints):
@@ -236,7 +239,9 @@ def analyze(
                 len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
             )
             gmin = table.global_min(c.min_domains)
-            domains = tuple(sorted(table.space.domain_nodes))
+            domains = sorted_domains.get(id(table.space))
+            if domains is None:
+                domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
             if violating:
                 moves = minimum_moves([table.get(d) for d in domains], c.max_skew, c.min_domains)

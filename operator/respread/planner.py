@@ -26,13 +26,13 @@ violations can be fixed by eviction at all.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.budgets import BudgetLedger, BudgetVerdict
-from respread.model import Node, Pod
+from respread.model import Node, Pod, PodSpec
 from respread.placement import CapacityLedger, static_reasons
 from respread.policy import RebalancePolicy
 from respread.safety import pinned, protection
@@ -99,6 +99,71 @@ class Plan:
         return sum(1 for o in self.outcomes if o.violating_after_run)
 
 
+class _NodeSets:
+    """The cluster's nodes as bit sets: bit ``r`` is the node of rank ``r`` in name order.
+
+    Where a replacement may land depends on a node only through its domain in each
+    constraint's count table and, for the static filters (nodeSelector, required affinity,
+    taints, cordon), through the pod's affinity and tolerations. Sets per domain and per
+    (affinity, tolerations) let ``landing`` judge whole domains at once rather than each of
+    thousands of nodes, and a set's lowest bit is its node of least name.
+    """
+
+    def __init__(self, nodes: tuple[Node, ...]) -> None:
+        order = sorted(range(len(nodes)), key=lambda position: (nodes[position].name, position))
+        self.by_rank = [nodes[position] for position in order]
+        self.position = order  # rank -> index in state.nodes
+        self.all = (1 << len(nodes)) - 1
+        self._domains: dict[str, tuple[int, dict[str, int]]] = {}
+        self._static: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
+
+    def domains(self, key: str) -> tuple[int, dict[str, int]]:
+        """The nodes labelled ``key``, and the nodes of each of its values."""
+        hit = self._domains.get(key)
+        if hit is None:
+            ranks: dict[str, list[int]] = defaultdict(list)
+            for rank, node in enumerate(self.by_rank):
+                value = node.labels.get(key)
+                if value is not None:
+                    ranks[value].append(rank)
+            labelled = _bits(r for value_ranks in ranks.values() for r in value_ranks)
+            hit = self._domains[key] = (labelled, {v: _bits(r) for v, r in ranks.items()})
+        return hit
+
+    def static(self, spec: PodSpec) -> tuple[int, dict[str, int]]:
+        """The nodes ``static_reasons`` allows, and the others by their first reason's summary.
+
+        ``static_reasons`` reads only the spec's affinity and tolerations, hence the cache key.
+        """
+        key = (spec.affinity, spec.tolerations)
+        hit = self._static.get(key)
+        if hit is None:
+            allowed: list[int] = []
+            refused: dict[str, list[int]] = defaultdict(list)
+            for rank, node in enumerate(self.by_rank):
+                reasons = static_reasons(spec, node)
+                if reasons:
+                    refused[reasons[0].split(" (")[0]].append(rank)
+                else:
+                    allowed.append(rank)
+            hit = (_bits(allowed), {why: _bits(r) for why, r in refused.items()})
+            self._static[key] = hit
+        return hit
+
+    @staticmethod
+    def ranks(nodes: int) -> list[int]:
+        """The ranks in a set, least first."""
+        bits = bin(nodes)[:1:-1]
+        return [rank for rank, bit in enumerate(bits) if bit == "1"]
+
+
+def _bits(ranks: Iterable[int]) -> int:
+    out = 0
+    for rank in ranks:
+        out |= 1 << rank
+    return out
+
+
 class _Simulation:
     """Mutable working state of one planning run: counts, positions, capacity, budgets, caps."""
 
@@ -107,6 +172,7 @@ class _Simulation:
         self.policy = policy
         self.nodes: dict[str, Node] = self.index.nodes
         self.ledger = CapacityLedger(self.index.state.nodes, self.index.state.pods)
+        self.node_sets = _NodeSets(self.index.state.nodes)
         self.budgets = BudgetLedger(self.index.state.budgets)
         # Working copies of every count table any analysed profile uses, shared like the originals.
         self._copies: dict[int, CountTable] = {}
@@ -267,40 +333,93 @@ class _Simulation:
         return ""
 
     def landing(self, m: Members, pod: Pod) -> tuple[Node | None, str]:
-        """The node the replacement is predicted to land on (the victim already taken out)."""
+        """The node the replacement is predicted to land on (the victim already taken out).
+
+        Of the nodes where every wanted constraint passes the Filter and, with requireFit, the
+        static filters and resources do too: the fewest matching pods in the node's domains,
+        then the least node name. Judged domain by domain on node sets (``_NodeSets``).
+        """
         profile = m.profile
         tables = self.tables_of[id(m)]
         wanted = self.wanted(profile)
         require_fit = self.policy.eviction.require_fit
-        best: tuple[tuple[int, str], Node] | None = None
-        refused: Counter[str] = Counter()
-        for node in self.index.state.nodes:
-            failed = next(
-                (v for i in wanted if not (v := check_constraint(profile, i, tables[i], node)).ok),
-                None,
-            )
-            if failed is not None:
-                refused["topology spread"] += 1
-                continue
-            if require_fit:
-                static = static_reasons(pod.spec, node)
-                if static:
-                    refused[static[0].split(" (")[0]] += 1
-                    continue
-                fit = self.ledger.fit_reason(node.name, pod.spec.requests)
-                if fit:
-                    refused["no room" if "full" in fit else "insufficient resources"] += 1
-                    continue
-            score = sum(
-                tables[i].get(node.labels.get(profile.constraints[i].key, "")) for i in wanted
-            )
-            key = (score, node.name)
-            if best is None or key < best[0]:
-                best = (key, node)
-        if best is not None:
-            return best[1], ""
-        detail = ", ".join(f"{n} {why}" for why, n in refused.most_common())
-        return None, f"no node would take the replacement ({detail or 'no nodes'})"
+        sets = self.node_sets
+        spread_ok = sets.all
+        for i in wanted:
+            spread_ok &= self._passing(profile, i, tables[i])
+        refused: dict[str, int] = {"topology spread": sets.all & ~spread_ok}
+        candidates = spread_ok
+        if require_fit:
+            allowed, static_refused = sets.static(pod.spec)
+            candidates &= allowed
+            for why, nodes in static_refused.items():
+                refused[why] = refused.get(why, 0) | (nodes & spread_ok)
+        levels = self._score_levels(profile, tables, wanted, candidates)
+        for score in sorted(levels):
+            nodes = levels[score]
+            while nodes:
+                lowest = nodes & -nodes
+                nodes ^= lowest
+                node = sets.by_rank[lowest.bit_length() - 1]
+                fit = self.ledger.fit_reason(node.name, pod.spec.requests) if require_fit else None
+                if not fit:
+                    return node, ""
+                why = "no room" if "full" in fit else "insufficient resources"
+                refused[why] = refused.get(why, 0) | lowest
+        return None, f"no node would take the replacement ({self._refusal(refused) or 'no nodes'})"
+
+    def _passing(self, profile: Profile, index: int, table: CountTable) -> int:
+        """The nodes where ``check_constraint`` passes the constraint (not counted), as a set."""
+        c = profile.constraints[index]
+        has_key, by_value = self.node_sets.domains(c.key)
+        # check_constraint passes a node iff its domain's count is at most this
+        self_match = 1 if profile.self_match[index] else 0
+        limit = c.max_skew + table.global_min(c.min_domains) - self_match
+        passing = has_key
+        if limit < 0:  # not even an empty domain passes: only the listed ones at or below it
+            listed = 0
+            for domain, n in table.counts.items():
+                if n <= limit:
+                    listed |= by_value.get(domain, 0)
+            passing &= listed
+        for domain, n in table.counts.items():
+            if n > limit:
+                passing &= ~by_value.get(domain, 0)
+        return passing
+
+    def _score_levels(
+        self, profile: Profile, tables: tuple[CountTable, ...], wanted: list[int], nodes: int
+    ) -> dict[int, int]:
+        """``nodes`` by score: the sum over the wanted constraints of the count of their domain."""
+        levels = {0: nodes} if nodes else {}
+        for i in wanted:
+            counts = tables[i].counts
+            by_value = self.node_sets.domains(profile.constraints[i].key)[1]
+            scored: dict[int, int] = {}
+            for score, level in levels.items():
+                rest = level
+                for domain, n in counts.items():
+                    part = rest & by_value.get(domain, 0)
+                    if part:
+                        scored[score + n] = scored.get(score + n, 0) | part
+                        rest ^= part
+                if rest:
+                    scored[score] = scored.get(score, 0) | rest
+            levels = scored
+        return levels
+
+    def _refusal(self, refused: dict[str, int]) -> str:
+        """Node counts by reason, most first; ties in the order the nodes are listed."""
+        sets = self.node_sets
+        counted = [(why, nodes.bit_count(), nodes) for why, nodes in refused.items() if nodes]
+        ties = Counter(n for _, n, _ in counted)
+
+        def order(item: tuple[str, int, int]) -> tuple[int, int]:
+            _, n, nodes = item
+            first = min(sets.position[r] for r in sets.ranks(nodes)) if ties[n] > 1 else 0
+            return (-n, first)
+
+        return ", ".join(f"{n} {why}" for why, n, _ in sorted(counted, key=order))
 
     def domains(self, profile: Profile, node: str) -> tuple[tuple[str, str], ...]:
         labels = self.nodes[node].labels

@@ -228,6 +228,8 @@ class SpreadIndex:
         self._spaces: dict[tuple[object, ...], DomainSpace] = {}
         self._tables: dict[tuple[object, ...], CountTable] = {}
         self._matches: dict[tuple[int, Labels], bool] = {}
+        # namespace -> (label key, value) -> (first-seen position, labels) of pods_by_labels
+        self._label_index: dict[str, dict[tuple[str, str], list[tuple[int, Labels]]]] = {}
         self._profiles: dict[tuple[object, ...], Profile] = {}
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints()
@@ -418,7 +420,7 @@ class SpreadIndex:
             return hit
         counts: dict[str, int] = {}
         node_domain = space.node_domain
-        for labels, per_node in self.pods_by_labels.get(profile.namespace, {}).items():
+        for labels, per_node in self._candidates(profile.namespace, c.selector):
             if not self.counts_pod(c.selector, labels):
                 continue
             for node_name, n in per_node.items():
@@ -428,6 +430,30 @@ class SpreadIndex:
         table = CountTable(space, counts)
         self._tables[key] = table
         return table
+
+    def _candidates(
+        self, namespace: str, selector: LabelSelector | None
+    ) -> Iterable[tuple[Labels, Counter[str]]]:
+        """The label sets of the namespace ``selector`` might count, in first-seen order.
+
+        A selector with an In requirement can only count label sets that hold one of its
+        values, so only those are visited (and still checked); else every label set is.
+        """
+        pods = self.pods_by_labels.get(namespace, {})
+        req = None if selector is None else next(
+            (r for r in selector.requirements if r.op is Op.IN), None)
+        if req is None:
+            return pods.items()
+        index = self._label_index.get(namespace)
+        if index is None:
+            index = self._label_index[namespace] = defaultdict(list)
+            for position, labels in enumerate(pods):
+                for pair in labels.items():
+                    index[pair].append((position, labels))
+        hits = [hit for value in req.values for hit in index.get((req.key, value), ())]
+        if len(req.values) > 1:
+            hits.sort(key=lambda hit: hit[0])
+        return ((labels, pods[labels]) for _, labels in hits)
 
     def tables(self, profile: Profile) -> tuple[CountTable, ...]:
         return tuple(self.table(profile, i) for i in range(len(profile.constraints)))
