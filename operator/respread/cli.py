@@ -273,9 +273,28 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
     r.add_argument(
-        "--peering",
+        "--leader-elect",
+        action="store_true",
+        help="elect one replica to act, on a coordination.k8s.io Lease (the others watch and "
+        "wait); without it this process acts alone",
+    )
+    r.add_argument("--lease-name", default="respread", metavar="NAME", help="default: respread")
+    r.add_argument(
+        "--lease-namespace",
+        metavar="NAMESPACE",
+        help="default: the pod's namespace (its service account's), else respread-system",
+    )
+    r.add_argument(
+        "--lease-duration",
+        default="15s",
+        metavar="DURATION",
+        help="how long a Lease lasts without renewal, e.g. 15s (the renew deadline and retry "
+        "period are 2/3 and 2/15 of it, as in client-go)",
+    )
+    r.add_argument(
+        "--identity",
         metavar="NAME",
-        help="a ClusterKopfPeering name: replicas sharing it elect one to act",
+        help="this replica in the Lease; default: $POD_NAME, else hostname_pid",
     )
     r.add_argument(
         "--liveness", metavar="URL", help="serve liveness, e.g. http://0.0.0.0:8080/healthz"
@@ -290,8 +309,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
     from respread.kube.client import KubeError
-    from respread.runtime.operator import run
+    from respread.leadership import LeadershipError, LeaseTiming
+    from respread.policy import PolicyError, parse_duration
+    from respread.runtime.operator import Election, run
 
+    election = None
+    if args.leader_elect:
+        try:
+            timing = LeaseTiming.for_duration(
+                parse_duration(args.lease_duration, "--lease-duration")
+            )
+        except (PolicyError, LeadershipError) as err:
+            raise UsageError(f"--lease-duration: {err}") from None
+        election = Election(
+            name=args.lease_name,
+            namespace=args.lease_namespace,
+            identity=args.identity,
+            timing=timing,
+        )
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -299,7 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         run(
             kubeconfig=args.kubeconfig,
-            peering=args.peering,
+            election=election,
             liveness=args.liveness,
             metrics_port=args.metrics_port or None,
         )

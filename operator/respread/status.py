@@ -2,17 +2,24 @@
 
 etcd refuses objects over about 1.5 MiB, so lists hold at most ``report.maxItems`` entries,
 worst first, with totals alongside; each string is capped too.
+
+The status is also what a restarted (or newly elected) operator remembers: the causes and
+``since`` of the ongoing violations, and in ``cooldowns`` the workloads respread evicted from
+recently (cooldown, loop protection and back-off). ``remembered`` reads that back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from respread.policy import RebalancePolicy
 
 MESSAGE_LIMIT = 1024
+COOLDOWNS_LIMIT = 500  # status.cooldowns entries (the CRD's maxItems), most recent first
+REVIEWS_LIMIT = 8  # per workload: the constraints whose skew an eviction should have reduced
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +141,10 @@ def build_status(
     previous: Mapping[str, Any] | None = None,
     executions: Sequence[Execution] = (),
     conditions: Sequence[Condition] | None = None,
+    cooldowns: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The status subresource for a completed scan (and, in Enforce mode, its evictions)."""
+    """The status subresource for a completed scan (and, in Enforce mode, its evictions);
+    `cooldowns` (from `cooldowns_status`) is written when given."""
     previous = previous or {}
     limit = policy.report_max_items
     seen_since = {
@@ -167,7 +176,7 @@ def build_status(
     }
     summary = dict(report["summary"])
     summary.update(evicted=evicted, failed=failed, blocked=summary["blocked"] + blocked)
-    return {
+    status: dict[str, Any] = {
         "observedGeneration": policy.generation,
         "lastScanTime": now,
         "conditions": [
@@ -180,6 +189,9 @@ def build_status(
         "plan": steps[:limit],
         "planTotal": len(steps),
     }
+    if cooldowns is not None:
+        status["cooldowns"] = [dict(c) for c in cooldowns]
+    return status
 
 
 def failed_scan_status(
@@ -204,3 +216,142 @@ def failed_scan_status(
         ]
         + kept,
     }
+
+
+# ---- what a restarted operator remembers -------------------------------------------------
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> float | None:
+    """An RFC 3339 time as a Unix time; None if it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadHistory:
+    """What the operator keeps about one workload it evicted from."""
+
+    namespace: str
+    kind: str
+    name: str
+    last_eviction: float | None = None  # Unix time; the cooldown runs from here
+    reviews: tuple[tuple[str, int], ...] = ()  # (topologyKey, skew at the eviction) to check
+    backoff_level: int = 0
+    backoff_until: float | None = None  # Unix time
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """The operator's memory of one policy, as read back from its status."""
+
+    causes: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
+    workloads: tuple[WorkloadHistory, ...] = ()
+
+
+def cooldowns_status(
+    workloads: Iterable[WorkloadHistory], now: float, cooldown: float
+) -> list[dict[str, Any]]:
+    """`status.cooldowns`: the workloads whose history still matters (in cooldown, an eviction
+    still to be judged by loop protection, or backed off), most recent eviction first, at most
+    COOLDOWNS_LIMIT."""
+    kept = [
+        w
+        for w in workloads
+        if (w.last_eviction is not None and now - w.last_eviction < cooldown)
+        or w.reviews
+        or w.backoff_level > 0
+        or (w.backoff_until is not None and w.backoff_until > now)
+    ]
+    kept.sort(key=lambda w: (-(w.last_eviction or 0.0), w.namespace, w.kind, w.name))
+    out = []
+    for w in kept[:COOLDOWNS_LIMIT]:
+        entry: dict[str, Any] = {
+            "namespace": w.namespace,
+            "workload": {"kind": w.kind, "name": w.name},
+            "backoffLevel": w.backoff_level,
+        }
+        if w.last_eviction is not None:
+            entry["lastEvictionTime"] = rfc3339(w.last_eviction)
+        if w.backoff_until is not None and w.backoff_until > now:
+            entry["backoffUntil"] = rfc3339(w.backoff_until)
+        if w.reviews:
+            entry["pendingReview"] = [
+                {"topologyKey": key, "skewAtEviction": skew}
+                for key, skew in sorted(w.reviews)[:REVIEWS_LIMIT]
+            ]
+        out.append(entry)
+    return out
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _items(value: object) -> Sequence[Any]:
+    return value if isinstance(value, list) else ()
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _history(entry: object) -> WorkloadHistory | None:
+    if not isinstance(entry, Mapping):
+        return None
+    workload = entry.get("workload")
+    namespace = _str(entry.get("namespace"))
+    if not isinstance(workload, Mapping) or namespace is None:
+        return None
+    kind, name = _str(workload.get("kind")), _str(workload.get("name"))
+    if kind is None or name is None:
+        return None
+    reviews = []
+    for r in _items(entry.get("pendingReview")):
+        if isinstance(r, Mapping) and _str(r.get("topologyKey")) is not None:
+            skew = r.get("skewAtEviction")
+            if isinstance(skew, int) and not isinstance(skew, bool):
+                reviews.append((str(r["topologyKey"]), skew))
+    return WorkloadHistory(
+        namespace,
+        kind,
+        name,
+        last_eviction=parse_time(entry.get("lastEvictionTime")),
+        reviews=tuple(reviews),
+        backoff_level=_count(entry.get("backoffLevel")),
+        backoff_until=parse_time(entry.get("backoffUntil")),
+    )
+
+
+def remembered(status: Mapping[str, Any] | None) -> Remembered:
+    """Read back what a status says the operator knew: each listed violation's cause (an ongoing
+    violation keeps the cause it was first given), and each workload's eviction history.
+    Malformed entries are left out: the status is the operator's own, but anyone with access to
+    the status subresource may have edited it."""
+    status = status or {}
+    causes = {}
+    for v in _items(status.get("violations")):
+        try:
+            key = violation_key(v)
+        except (KeyError, TypeError):
+            continue
+        cause = _str(v.get("cause"))
+        if cause is not None and all(isinstance(k, str) for k in key):
+            causes[key] = (
+                cause,
+                v.get("causeMessage") if isinstance(v.get("causeMessage"), str) else "",
+            )
+    workloads = tuple(
+        w for w in (_history(e) for e in _items(status.get("cooldowns"))) if w is not None
+    )
+    return Remembered(causes, workloads)

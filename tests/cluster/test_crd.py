@@ -39,7 +39,6 @@ pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 GROUP, VERSION, PLURAL, KIND = "respread.io", "v1alpha1", "rebalancepolicies", "RebalancePolicy"
 CRD_NAME = f"{PLURAL}.{GROUP}"
-PEERING_CRD_NAME = "clusterkopfpeerings.kopf.dev"
 NAMESPACE = "respread-system"
 SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:respread"
 FIELD_MANAGER = "respread-test-crd"
@@ -127,7 +126,7 @@ def crds(kubectl: Kubectl, custom: client.CustomObjectsApi) -> None:
     )  # fmt: skip
     kubectl(
         "wait", "--for=condition=Established", "--timeout=60s",
-        f"crd/{CRD_NAME}", f"crd/{PEERING_CRD_NAME}",
+        f"crd/{CRD_NAME}",
     )  # fmt: skip
     wait_for(
         lambda: custom.list_cluster_custom_object(GROUP, VERSION, PLURAL) is not None,
@@ -593,6 +592,12 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
              "predictedNode": "n5", "state": "Deferred", "reason": "maxPerWorkload 1",
              "deferredBy": "maxPerWorkload 1"},
         ],
+        "cooldowns": [
+            {"namespace": "shop", "workload": {"kind": "Deployment", "name": "web"},
+             "lastEvictionTime": ts, "backoffLevel": 1, "backoffUntil": ts,
+             "pendingReview": [{"topologyKey": "topology.kubernetes.io/zone",
+                                "skewAtEviction": 3}]},
+        ],
     }  # fmt: skip
     name = policies.create(policies.manifest({}))["metadata"]["name"]
     assert policies.put_status(name, status)["status"] == status
@@ -665,7 +670,14 @@ def deploy_rbac(kubectl: Kubectl, kustomized: list[dict[str, Any]]) -> None:
     """deploy/'s Namespace, ServiceAccount, ClusterRole and binding, applied as rendered.
     Left in place: they are exactly what deploy/ installs, and the operator's tests may run
     as the same service account."""
-    wanted = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+    wanted = {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    }
     docs = [d for d in kustomized if d["kind"] in wanted]
     assert {d["kind"] for d in docs} == wanted
     kubectl(
@@ -691,7 +703,9 @@ ALLOWED = [
     ("patch", "rebalancepolicies.respread.io", "--subresource=status"),
     ("update", "rebalancepolicies.respread.io", "--subresource=status"),
     ("watch", "customresourcedefinitions.apiextensions.k8s.io"),
-    ("patch", "clusterkopfpeerings.kopf.dev"),
+    ("create", "leases.coordination.k8s.io", "-n", NAMESPACE),
+    ("get", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("update", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
 ]
 DENIED = [
     ("delete", "pods", "-n", "default"),
@@ -706,6 +720,9 @@ DENIED = [
     ("create", "rebalancepolicies.respread.io"),
     ("delete", "rebalancepolicies.respread.io"),
     ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
+    ("update", "leases.coordination.k8s.io/kube-scheduler", "-n", NAMESPACE),
+    ("get", "leases.coordination.k8s.io/respread", "-n", "kube-system"),
+    ("delete", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
 ]
 
 
@@ -742,7 +759,10 @@ def test_the_operator_pod_passes_restricted_pod_security(
 ) -> None:
     pod = pod_from_template(kustomized, "psa-check")
     container = pod["spec"]["containers"][0]
-    assert container["args"][:3] == ["run", "--peering", "respread"]
+    assert container["args"][:2] == ["run", "--leader-elect"]
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in (
+        container["env"]
+    )
     proc = kubectl("create", "--dry-run=server", "-f", "-", stdin=json.dumps(pod), check=False)
     assert proc.returncode == 0, proc.stderr
 
@@ -760,12 +780,11 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     operator Deployment or `default` policy is left behind to interfere with other tests)."""
     kinds = sorted(d["kind"] for d in kustomized)
     assert kinds == sorted([
-        "ClusterKopfPeering", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-        "CustomResourceDefinition", "Deployment", "Namespace", "RebalancePolicy", "Service",
-        "ServiceAccount",
+        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
+        "Namespace", "RebalancePolicy", "Role", "RoleBinding", "Service", "ServiceAccount",
     ])  # fmt: skip
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
-        if d["kind"] in ("RebalancePolicy", "ClusterKopfPeering"):
+        if d["kind"] == "RebalancePolicy":
             assert "namespace" not in d["metadata"], d
     proc = kubectl(
         "apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(kustomized), check=False

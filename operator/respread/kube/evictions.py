@@ -8,6 +8,7 @@ connection errors are retried with backoff until a deadline.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -97,8 +98,10 @@ def evict(
     grace_period_seconds: int | None = None,
     dry_run: bool = False,
     deadline: float = 60.0,
+    allowed: Callable[[], bool] | None = None,
 ) -> Outcome:
-    """Evict one pod; ``uid`` makes sure it is the pod that was planned, not a namesake."""
+    """Evict one pod; ``uid`` makes sure it is the pod that was planned, not a namesake.
+    ``allowed`` is asked before each attempt (retries too): leader election's guard."""
     core = client.CoreV1Api(api)
     body = client.V1Eviction(
         metadata=client.V1ObjectMeta(name=name, namespace=namespace),
@@ -115,6 +118,8 @@ def evict(
         reraise=True,
     )
     def attempt() -> Outcome:
+        if allowed is not None and not allowed():
+            return Outcome(Result.FAILED, "not evicted: this replica no longer leads")
         try:
             core.create_namespaced_pod_eviction(
                 name, namespace, body, dry_run="All" if dry_run else None

@@ -68,20 +68,22 @@ def read_cluster(
     return out
 
 
-def list_keys(api: client.ApiClient, paths: Mapping[str, str]) -> dict[str, set[tuple[str, str]]]:
-    """The (namespace, name) of every object of each kind ({kind: list path}) that exists now:
-    metadata-only lists, for telling which cached objects the API server no longer has."""
+def list_keys(
+    api: client.ApiClient, paths: Mapping[str, str]
+) -> dict[str, dict[tuple[str, str], str]]:
+    """The (namespace, name) of every object of each kind ({kind: list path}) that exists now,
+    with its resourceVersion: metadata-only lists, for telling which cached objects the API
+    server no longer has, and whether the cache has caught up with the others."""
     server = api.configuration.host
-    out: dict[str, set[tuple[str, str]]] = {}
+    out: dict[str, dict[tuple[str, str], str]] = {}
     for kind, path in paths.items():
         try:
-            out[kind] = {
-                (
-                    str((item.get("metadata") or {}).get("namespace") or ""),
-                    str((item.get("metadata") or {}).get("name") or ""),
-                )
-                for item in list_objects(api, kind, path, METADATA_ONLY)
-            }
+            found: dict[tuple[str, str], str] = {}
+            for item in list_objects(api, kind, path, METADATA_ONLY):
+                meta = item.get("metadata") or {}
+                key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                found[key] = str(meta.get("resourceVersion") or "")
+            out[kind] = found
         except ApiException as err:
             raise KubeError(
                 f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"

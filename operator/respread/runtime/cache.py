@@ -12,6 +12,16 @@ the initial listings marks the cache as relisted, and the next scan first sweeps
 metadata-only list of each kind says which objects exist, and records of any other object not
 touched since the sweep began are dropped. A sweep also runs every RESYNC seconds, for a kind
 relisted with no object left at all.
+
+A watch that lost its connection (the API server restarted or unreachable) misses every event
+until kopf has reconnected it, which its back-off may delay by up to half a minute after the
+server is back; a scan in between would plan from a cache that missed events. So anything
+suggesting a disconnection (a failed request of the operator's own, kopf reporting a failed
+request, a failed Lease renewal) marks the cache suspect, and the next scan verifies it first:
+the sweep's metadata-only lists carry each object's resourceVersion, and the scan waits (at
+most CATCH_UP seconds) until the cache holds every listed object at that version or newer. If
+the watches do not catch up in time the scan fails, and the next one verifies again: no plan is
+ever made from a cache that is behind what the API server showed at the scan's start.
 """
 
 from __future__ import annotations
@@ -19,12 +29,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
+from respread.kube.client import KubeError
 from respread.kube.reader import list_keys
 from respread.model import (
     ClusterState,
@@ -41,7 +52,24 @@ log = logging.getLogger(__name__)
 
 RESYNC = 600.0  # seconds between sweeps when no relisting asked for one
 SETTLED = 5.0  # a listing that starts this long after the last listed object is a relisting
+CATCH_UP = 60.0  # seconds a scan waits for the watches to catch up with a verifying list
 Key = tuple[str, str]  # (namespace, name)
+# {kind: the objects that exist}: with their resourceVersions ({key: version}) when known
+Listing = Mapping[str, Collection[Key]]
+
+
+class CacheBehindError(KubeError):
+    """The watches did not catch up with the API server in time: the scan must not plan."""
+
+
+def _newer(listed: str, cached: str | None) -> bool:
+    """Whether the listed version of an object is newer than the cached one. resourceVersions
+    are etcd revisions, compared as integers; anything else counts as newer unless equal."""
+    if cached is None:
+        return True
+    if listed.isdigit() and cached.isdigit():
+        return int(listed) > int(cached)
+    return bool(listed) and listed != cached
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +108,8 @@ class ClusterCache:
         self.last_listed = 0.0  # the last event of a listing (an event without a type)
         self.listed = False  # the first scan found the listings settled: any later one relists
         self.relisted = False  # a kind was relisted since the last sweep began
+        self.suspect = False  # a watch may have been disconnected since the last sweep began
+        self._versions: dict[str, dict[Key, str]] = {w.kind: {} for w in WATCHED}
         self.swept = time.monotonic()
         self.malformed = 0
         self._touched: dict[str, set[Key]] | None = None  # during a sweep
@@ -101,7 +131,9 @@ class ClusterCache:
         store = self._records[kind]
         if event_type == "DELETED":
             store.pop(key, None)
+            self._versions[kind].pop(key, None)
             return
+        self._versions[kind][key] = str(meta.get("resourceVersion") or "")
         try:
             record = self._parser.parse(body, kind)
         except FieldError as err:
@@ -115,14 +147,51 @@ class ClusterCache:
     def count(self, kind: str) -> int:
         return len(self._records[kind])
 
+    def mark_suspect(self, why: str) -> None:
+        """Something suggests a watch lost its connection: verify before the next scan."""
+        if not self.suspect:
+            log.info("the watch cache will be verified before the next scan: %s", why)
+        self.suspect = True
+
     def needs_sweep(self) -> bool:
-        return self.relisted or time.monotonic() - self.swept > RESYNC
+        return self.relisted or self.suspect or time.monotonic() - self.swept > RESYNC
 
     def begin_sweep(self) -> None:
         self._touched = {kind: set() for kind in self._records}
         self.relisted = False  # a relisting from now on asks for another sweep
+        self.suspect = False  # and so does a disconnection
 
-    def end_sweep(self, present: Mapping[str, set[Key]]) -> int:
+    def behind(self, present: Listing) -> dict[str, int]:
+        """Per kind, how many listed objects the cache lacks or holds at an older version."""
+        out: dict[str, int] = {}
+        for kind, listed in present.items():
+            if not isinstance(listed, Mapping):  # no versions known: presence only
+                continue
+            cached = self._versions[kind]
+            lagging = sum(1 for key, rv in listed.items() if _newer(rv, cached.get(key)))
+            if lagging:
+                out[kind] = lagging
+        return out
+
+    async def catch_up(self, present: Listing, timeout: float) -> None:
+        """Wait until the watches have delivered everything `present` shows."""
+        deadline = time.monotonic() + timeout
+        lagging = self.behind(present)
+        if lagging:
+            log.info("waiting for the watches to catch up with the API server: %s", lagging)
+        while lagging:
+            if time.monotonic() > deadline:
+                self.suspect = True
+                raise CacheBehindError(
+                    f"the watch cache is behind the API server after {timeout:.0f}s (objects "
+                    "missing or outdated: "
+                    + ", ".join(f"{n} {kind}" for kind, n in sorted(lagging.items()))
+                    + "); not planning from it"
+                )
+            await asyncio.sleep(0.25)
+            lagging = self.behind(present)
+
+    def end_sweep(self, present: Listing) -> int:
         """Drop the records of objects neither in `present` (listed after begin_sweep) nor
         touched by an event since; returns how many were dropped."""
         touched, self._touched = self._touched or {}, None
@@ -130,9 +199,11 @@ class ClusterCache:
         for kind, keys in present.items():
             store = self._records[kind]
             seen = touched.get(kind, set())
-            for key in [k for k in store if k not in keys and k not in seen]:
-                del store[key]
-                dropped += 1
+            versions = self._versions[kind]
+            for key in [k for k in set(store) | set(versions) if k not in keys and k not in seen]:
+                if store.pop(key, None) is not None:
+                    dropped += 1
+                versions.pop(key, None)
         self.swept = time.monotonic()
         return dropped
 
@@ -140,9 +211,10 @@ class ClusterCache:
         self._touched = None
         self.relisted = True  # still to do
 
-    async def sweep(self, api: client.ApiClient) -> int:
-        """Forget the objects the API server no longer has, if a relisting (or RESYNC) asks
-        for it. Must run on the event loop that applies the events."""
+    async def sweep(self, api: client.ApiClient, catch_up: float = CATCH_UP) -> int:
+        """Forget the objects the API server no longer has, and wait for the watches to
+        deliver what it has, if a relisting, a suspected disconnection (or RESYNC) asks for
+        it. Must run on the event loop that applies the events."""
         async with self._sweeping:
             if not self.needs_sweep():
                 return 0
@@ -153,6 +225,7 @@ class ClusterCache:
                 self.abort_sweep()
                 raise
             dropped = self.end_sweep(present)
+            await self.catch_up(present, catch_up)
         if dropped:
             log.warning(
                 "forgot %d cached object(s) deleted while a watch was away (relisted)", dropped

@@ -3,8 +3,12 @@
 The last eviction per workload (cooldown), the workloads whose evictions did not reduce their
 skew (loop protection, with an exponential back-off), the previous scan's view (causes), and
 the cause each ongoing violation was first given.
-Kept in memory: after a restart the cooldown starts afresh, which is safe because the planner
-and the budgets re-check everything against the cluster as it is.
+
+Each scan writes what a successor needs into the policy's status (the violations with their
+cause and `since`, and `status.cooldowns`); an operator that starts, or is elected leader,
+seeds its memory from there (`PolicyMemory.from_status`), so a restart or a failover neither
+forgets why a workload is skewed nor evicts again from a workload in cooldown or back-off.
+Only the previous scan's view of the cluster (the evidence for new causes) starts afresh.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from respread.analysis import Analysis, WorkloadRef
 from respread.causes import Cause, PreviousScan
-from respread.status import violation_key
+from respread.status import WorkloadHistory, remembered, violation_key
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
 
@@ -30,6 +34,52 @@ class PolicyMemory:
     previous_status: Mapping[str, Any] | None = None
     last_scan: float | None = None
     causes: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any] | None) -> PolicyMemory:
+        """The memory a policy's status holds (empty for a policy never scanned)."""
+        memory = cls()
+        if not status:
+            return memory
+        memory.previous_status = dict(status)  # `since`, transitions, Events already posted
+        known = remembered(status)
+        memory.causes = dict(known.causes)
+        for w in known.workloads:
+            ref = WorkloadRef(w.namespace, w.kind, w.name)
+            if w.last_eviction is not None:
+                memory.last_eviction[ref] = w.last_eviction
+            for key, skew in w.reviews:
+                memory.skew_at_eviction[(ref, key)] = skew
+            if w.backoff_level:
+                memory.backoff_level[ref] = w.backoff_level
+            if w.backoff_until is not None:
+                memory.backoff_until[ref] = w.backoff_until
+        return memory
+
+    def histories(self) -> list[WorkloadHistory]:
+        """Every workload this memory knows something about (for `status.cooldowns`)."""
+        refs = (
+            set(self.last_eviction)
+            | {w for w, _ in self.skew_at_eviction}
+            | set(self.backoff_level)
+            | set(self.backoff_until)
+        )
+        return [
+            WorkloadHistory(
+                ref.namespace,
+                ref.kind,
+                ref.name,
+                last_eviction=self.last_eviction.get(ref),
+                reviews=tuple(
+                    sorted(
+                        (key, skew) for (w, key), skew in self.skew_at_eviction.items() if w == ref
+                    )
+                ),
+                backoff_level=self.backoff_level.get(ref, 0),
+                backoff_until=self.backoff_until.get(ref),
+            )
+            for ref in sorted(refs)
+        ]
 
     def record_eviction(self, workload: WorkloadRef, key: str, skew: int, now: float) -> None:
         self.last_eviction[workload] = now

@@ -47,6 +47,11 @@ LAST_SCAN = Gauge(
     ["policy"],
     registry=REGISTRY,
 )
+LEADER = Gauge(
+    "respread_leader",
+    "1 while this replica acts (holds the leader election Lease, or runs standalone), else 0",
+    registry=REGISTRY,
+)
 
 
 def serve(port: int) -> None:

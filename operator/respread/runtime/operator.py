@@ -2,8 +2,14 @@
 
 kopf runs the event loop, watches each kind once and feeds the ClusterCache; APScheduler's
 AsyncIOScheduler, on the same loop, runs each policy's scans on its schedule (never
-overlapping, misfires coalesced, with jitter). Leader election is kopf peering: of several
-replicas sharing a peering name, only one acts.
+overlapping, misfires coalesced, with jitter).
+
+With leader election (`respread run --leader-elect`), every replica watches and keeps its cache
+warm, but only the holder of the coordination.k8s.io Lease scans (writes statuses, posts
+Events, evicts): see runtime/leader.py. A replica that becomes leader seeds each policy's
+memory from its status and scans at once; one that stops leading cancels its scans. kopf
+itself runs standalone (its "peering" is not leader election: peers of equal priority all
+pause).
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from kubernetes import client
 
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
+from respread.leadership import LeaseTiming
 from respread.policy import PolicyError, RebalancePolicy, parse_policy
 from respread.runtime import metrics
 from respread.runtime.cache import WATCHED, ClusterCache
+from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.scan import rfc3339, run_scan
 
@@ -35,14 +43,49 @@ WARM_UP = 5.0  # seconds without listing events before a scan trusts the cache
 STALE_FACTOR = 3  # liveness fails when a policy's last scan is older than 3 intervals
 
 
+@dataclass(frozen=True, slots=True)
+class Election:
+    """`respread run --leader-elect`: which Lease, who I am, and the timings."""
+
+    name: str = "respread"
+    namespace: str | None = None  # default: the pod's namespace, else respread-system
+    identity: str | None = None  # default: POD_NAME, else hostname_pid
+    timing: LeaseTiming = field(default_factory=LeaseTiming)
+
+
 @dataclass
 class App:
     api: client.ApiClient
     cache: ClusterCache = field(default_factory=ClusterCache)
     policies: dict[str, tuple[RebalancePolicy, str | None]] = field(default_factory=dict)
     memories: dict[str, PolicyMemory] = field(default_factory=dict)
+    statuses: dict[str, dict[str, Any]] = field(default_factory=dict)  # as last watched
     scheduler: AsyncIOScheduler | None = None
     started: float = field(default_factory=time.monotonic)
+    elector: LeaderElector | None = None
+    acting_since: float | None = None  # monotonic; None: standalone (acting since `started`)
+    running: set[asyncio.Task[Any]] = field(default_factory=set)
+    election_task: asyncio.Task[None] | None = None
+
+    def acting(self) -> bool:
+        """May this replica scan, write and evict now? Always, unless leader election says no."""
+        return self.elector is None or self.elector.leading
+
+    async def on_leadership(self, leading: bool) -> None:
+        """Leadership changed: a new leader remembers what the statuses say and scans at once;
+        a former leader stops its scans and forgets (its successor writes from now on)."""
+        self.memories.clear()
+        for name in list(self.policies):
+            metrics.forget(name)
+        if leading:
+            self.acting_since = time.monotonic()
+            if self.scheduler is not None:
+                for job in self.scheduler.get_jobs():
+                    job.modify(next_run_time=_now())
+            return
+        self.acting_since = None
+        for task in list(self.running):
+            task.cancel()
 
     async def warm(self) -> None:
         """Wait until the listings have been delivered (no listed object for WARM_UP s).
@@ -56,14 +99,25 @@ class App:
         self.cache.listed = True
 
     async def scan(self, name: str) -> None:
-        await self.warm()
-        entry = self.policies.get(name)
-        if entry is None:
-            return
-        policy, uid = entry
-        memory = self.memories.setdefault(name, PolicyMemory())
-        if not await run_scan(self.api, self.cache, policy, memory, uid):
-            self.unschedule(name)
+        if not self.acting():
+            return  # a follower keeps its cache warm and writes nothing
+        task = asyncio.current_task()
+        if task is not None:
+            self.running.add(task)
+        try:
+            await self.warm()
+            entry = self.policies.get(name)
+            if entry is None or not self.acting():
+                return
+            policy, uid = entry
+            memory = self.memories.get(name)
+            if memory is None:  # first scan since start or election: what the status says
+                memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
+            if not await run_scan(self.api, self.cache, policy, memory, uid, acting=self.acting):
+                self.unschedule(name)
+        finally:
+            if task is not None:
+                self.running.discard(task)
 
     def schedule(self, policy: RebalancePolicy, uid: str | None) -> None:
         previous = self.policies.get(policy.name)
@@ -101,21 +155,39 @@ class App:
     def unschedule(self, name: str) -> None:
         self.policies.pop(name, None)
         self.memories.pop(name, None)
+        self.statuses.pop(name, None)
         metrics.forget(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)
 
     def stale(self) -> list[str]:
+        """Policies whose scans are overdue. A follower scans nothing and is never stale; a
+        leader's clock starts when it was elected."""
+        if not self.acting():
+            return []
         now = time.time()
+        since = self.acting_since if self.acting_since is not None else self.started
         out = []
         for name, (policy, _) in self.policies.items():
             memory = self.memories.get(name)
             interval = policy.schedule.interval or 3600.0
             last = memory.last_scan if memory is not None else None
-            reference = last if last is not None else now - (time.monotonic() - self.started)
+            reference = last if last is not None else now - (time.monotonic() - since)
             if now - reference > STALE_FACTOR * interval + WARM_UP + 60:
                 out.append(name)
         return out
+
+    def unhealthy(self) -> str | None:
+        """Why liveness should fail, if it should: overdue scans (leader or standalone), or a
+        leader election loop that stopped turning (any replica)."""
+        if self.elector is not None:
+            stuck = time.monotonic() - self.elector.last_attempt
+            if stuck > max(30.0, 10 * self.elector.timing.retry_period):
+                return f"leader election has not tried the Lease for {stuck:.0f}s"
+        stale = self.stale()
+        if stale:
+            return f"scans are stale for: {', '.join(stale)}"
+        return None
 
 
 def _now() -> datetime:
@@ -158,6 +230,8 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         except PolicyError as err:
             log.error("%s", err)
             app.unschedule(name)
+            if not app.acting():
+                return  # the leader reports it
             status = {
                 "observedGeneration": body.get("metadata", {}).get("generation", 0),
                 "conditions": [
@@ -172,6 +246,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
             }
             patch_status(app.api, name, status)
             return
+        app.statuses[name] = dict(body.get("status") or {})
         app.schedule(policy, body.get("metadata", {}).get("uid"))
 
     @kopf.on.startup(registry=registry)
@@ -181,32 +256,71 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
         app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
         app.scheduler.start()
+        if app.elector is not None:
+            app.election_task = asyncio.create_task(app.elector.run(), name="leader election")
+        else:
+            metrics.LEADER.set(1)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
         if app.scheduler is not None:
             app.scheduler.shutdown(wait=False)
+        for task in list(app.running):
+            task.cancel()
+        if app.elector is not None:
+            if app.election_task is not None:
+                app.election_task.cancel()
+            await app.elector.stop()  # stops acting, then releases the Lease
 
     @kopf.on.probe(registry=registry, id="scans")
     def scans(**_: Any) -> dict[str, Any]:
-        stale = app.stale()
-        if stale:
-            raise kopf.PermanentError(f"scans are stale for: {', '.join(stale)}")
+        problem = app.unhealthy()
+        if problem:
+            raise kopf.PermanentError(problem)
         return {name: (m.last_scan or 0) for name, m in app.memories.items()}
+
+    @kopf.on.probe(registry=registry, id="leader")
+    def leader(**_: Any) -> str:
+        if app.elector is None:
+            return "standalone"
+        return app.elector.identity if app.acting() else f"following {app.elector.holder or '-'}"
 
     return registry
 
 
+class _SuspectOnKopfErrors(logging.Handler):
+    """kopf logs an error for every failed request, its watch streams' included (which it then
+    retries with back-off): the watch cache may be missing events, so verify it first."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        super().__init__(logging.ERROR)
+        self.cache = cache
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.cache.mark_suspect(f"kopf: {record.getMessage()[:200]}")
+
+
 def run(
     kubeconfig: str | None = None,
-    peering: str | None = None,
+    election: Election | None = None,
     liveness: str | None = None,
     metrics_port: int | None = 9090,
 ) -> None:
     """Start the operator and block until it is stopped."""
     api = api_client(kubeconfig)
     app = App(api=api)
+    if election is not None:
+        app.elector = LeaderElector(
+            api,
+            namespace=election.namespace or default_namespace(),
+            name=election.name,
+            identity=election.identity or default_identity(),
+            timing=election.timing,
+            on_change=app.on_leadership,
+            on_error=lambda err: app.cache.mark_suspect(f"the Lease: {err}"),
+        )
     registry = build_registry(app)
+    logging.getLogger("kopf").addHandler(_SuspectOnKopfErrors(app.cache))
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -228,8 +342,7 @@ def run(
         kopf.operator(
             registry=registry,
             clusterwide=True,
-            standalone=peering is None,
-            peering_name=peering,
+            standalone=True,  # no kopf peering: leader election is respread's own (above)
             liveness_endpoint=liveness,
         )
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,12 +22,33 @@ from respread.report import build_report
 from respread.runtime import metrics
 from respread.runtime.cache import ClusterCache
 from respread.runtime.memory import PolicyMemory
-from respread.status import Execution, build_status, failed_scan_status, violation_key
+from respread.status import (
+    Execution,
+    build_status,
+    cooldowns_status,
+    failed_scan_status,
+    violation_key,
+)
 
 log = logging.getLogger(__name__)
 
 # One policy evicts at a time, whatever the number of policies.
 ENFORCEMENT = asyncio.Lock()
+
+Acting = Callable[[], bool]  # may this replica act now? (leader election; always, standalone)
+
+
+def _always() -> bool:
+    return True
+
+
+class NotLeadingError(Exception):
+    """Leadership was lost during a scan: it writes nothing more."""
+
+
+def _check(acting: Acting) -> None:
+    if not acting():
+        raise NotLeadingError("this replica no longer leads")
 
 
 def rfc3339(t: float) -> str:
@@ -83,11 +104,14 @@ async def enforce(
     cache_pods: Mapping[tuple[str, str], Pod],
     memory: PolicyMemory,
     now: float,
+    acting: Acting = _always,
 ) -> list[Execution]:
-    """Evict the planned pods in order; budgets and caps were already counted by the plan."""
+    """Evict the planned pods in order; budgets and caps were already counted by the plan.
+    `acting` is asked before every request: a replica that stopped leading evicts nothing."""
     executions: list[Execution] = []
     async with ENFORCEMENT:
         for move in computed.plan.moves:
+            _check(acting)
             current = cache_pods.get((move.pod.namespace, move.pod.name))
             if (
                 current is None
@@ -111,6 +135,7 @@ async def enforce(
                 move.pod.name,
                 uid=move.pod.uid,
                 grace_period_seconds=policy.eviction.grace_period_seconds,
+                allowed=acting,
             )
             metrics.EVICTIONS.labels(policy.name, outcome.result.value).inc()
             executions.append(
@@ -166,9 +191,13 @@ async def run_scan(
     policy: RebalancePolicy,
     memory: PolicyMemory,
     policy_uid: str | None = None,
+    *,
+    acting: Acting = _always,
 ) -> bool:
     """One scan; False when the policy turned out not to exist any more (a deletion that the
-    watch missed while it was away: a relisting does not report deletions)."""
+    watch missed while it was away: a relisting does not report deletions). `acting` says
+    whether this replica may still write (leader election): once it says no, the scan stops
+    before its next request."""
     started = time.monotonic()
     now = time.time()
     try:
@@ -179,7 +208,13 @@ async def run_scan(
         if policy.mode is Mode.ENFORCE and computed.plan.moves:
             pods = {(p.namespace, p.name): p for p in cache.snapshot().pods}
             executions = await enforce(
-                api, policy=policy, computed=computed, cache_pods=pods, memory=memory, now=now
+                api,
+                policy=policy,
+                computed=computed,
+                cache_pods=pods,
+                memory=memory,
+                now=now,
+                acting=acting,
             )
         status = build_status(
             computed.report,
@@ -187,9 +222,12 @@ async def run_scan(
             rfc3339(now),
             previous=memory.previous_status,
             executions=list(executions),
+            cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
         )
+        _check(acting)
         await asyncio.to_thread(patch_status, api, policy.name, status)
         for v in _new_violations(computed.report, memory.previous_status):
+            _check(acting)
             await asyncio.to_thread(
                 post_event,
                 api,
@@ -210,10 +248,15 @@ async def run_scan(
     except PolicyGoneError:
         log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
         return False
+    except NotLeadingError:
+        log.warning("scan of RebalancePolicy %s stopped: this replica no longer leads", policy.name)
     except Exception as err:  # a failed scan is reported; the operator keeps running
         log.exception("scan of RebalancePolicy %s failed", policy.name)
         metrics.SCAN_FAILURES.labels(policy.name).inc()
+        cache.mark_suspect(f"the scan of {policy.name} failed")  # the API server may be away
         try:
+            if not acting():
+                return True  # a follower writes nothing
             status = failed_scan_status(
                 policy,
                 rfc3339(now),
