@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from respread.model import ClusterState, Namespace, Pod, When
+from respread.model import FINISHED, ClusterState, Namespace, Pod, When
 from respread.policy import RebalancePolicy
 from respread.selectors import selector_matches
 from respread.spread import (
@@ -23,8 +23,6 @@ from respread.spread import (
     FilterStatus,
     Profile,
     SpreadIndex,
-    check_constraint,
-    pod_counts,
 )
 
 
@@ -142,28 +140,53 @@ def collect_members(
 ) -> tuple[tuple[Members, ...], frozenset[str]]:
     """Bound, live pods with spread constraints, grouped by workload and profile."""
     state = index.state
+    nodes = index.nodes
+    # Pods of one template share their (interned) labels, spec and owner: bucket them by
+    # identity first, so the profile and the workload are worked out once per bucket, not per pod.
+    all_pods = state.pods
+    shapes: dict[tuple[str, int, int, int], list[int]] = {}
+    for position, pod in enumerate(all_pods):
+        node = pod.node_name
+        if node is None or node not in nodes or pod.terminating or pod.phase in FINISHED:
+            continue
+        key = (pod.namespace, id(pod.labels), id(pod.spec), id(pod.owner))
+        bucket = shapes.get(key)
+        if bucket is None:
+            shapes[key] = [position]
+        else:
+            bucket.append(position)
     namespaces = {n.name: n for n in state.namespaces}
     selected: dict[str, bool] = {}
-    buckets: dict[tuple[WorkloadRef, int], dict[str, list[Pod]]] = defaultdict(dict)
+    buckets: dict[tuple[WorkloadRef, int], dict[str, list[int]]] = defaultdict(dict)
     profiles: dict[int, Profile] = {}
     skipped: set[str] = set()
-    for pod in state.pods:
-        if pod.node_name is None or pod.node_name not in index.nodes or not pod_counts(pod):
-            continue
-        ok = selected.get(pod.namespace)
+    for positions in shapes.values():
+        first = all_pods[positions[0]]
+        ok = selected.get(first.namespace)
         if ok is None:
-            ok = selected[pod.namespace] = namespace_selected(pod.namespace, policy, namespaces)
+            ok = selected[first.namespace] = namespace_selected(first.namespace, policy, namespaces)
         if not ok:
-            skipped.add(pod.namespace)
+            skipped.add(first.namespace)
             continue
-        profile = index.profile_of(pod)
+        profile = index.profile_of(first)
         if not any(wanted(c, policy) for c in profile.constraints):
             continue
         profiles[id(profile)] = profile
-        key = (workload_of(pod, index), id(profile))
-        buckets[key].setdefault(pod.node_name, []).append(pod)
+        by_node = buckets[(workload_of(first, index), id(profile))]
+        for position in positions:
+            node = all_pods[position].node_name
+            assert node is not None
+            on_node = by_node.get(node)
+            if on_node is None:
+                by_node[node] = [position]
+            else:
+                on_node.append(position)
     members = tuple(
-        Members(workload, profiles[pid], {n: tuple(p) for n, p in sorted(by_node.items())})
+        Members(
+            workload,
+            profiles[pid],
+            {n: tuple(all_pods[i] for i in sorted(p)) for n, p in sorted(by_node.items())},
+        )
         for (workload, pid), by_node in sorted(buckets.items(), key=lambda kv: (kv[0][0], kv[0][1]))
     )
     return members, frozenset(skipped)
@@ -180,15 +203,29 @@ def violating_nodes(
     profile = members.profile
     out: dict[str, FilterStatus] = {}
     table = tables[constraint]
-    selector = profile.constraints[constraint].selector
+    c = profile.constraints[constraint]
+    selector = c.selector
+    node_domain = table.space.node_domain
+    counts = table.counts
+    gmin = table.global_min(c.min_domains)
+    min_applies = table.space.size >= c.min_domains
+    limit = c.max_skew - (1 if profile.self_match[constraint] else 0)
+    nodes = index.nodes
     for node_name, pods in members.by_node.items():
-        node = index.nodes[node_name]
-        counted = node_name in table.space.node_domain and index.counts_pod(
-            selector, pods[0].labels
-        )
-        verdict = check_constraint(profile, constraint, table, node, counted)
-        if not verdict.ok:
-            out[node_name] = verdict.status
+        # check_constraint, inlined for the passing case (every node of every group)
+        value = nodes[node_name].labels.get(c.key)
+        if value is not None:
+            match_num = counts.get(value, 0)
+            floor = gmin
+            if node_name in node_domain and index.counts_pod(selector, pods[0].labels):
+                match_num -= 1
+                if min_applies and match_num < floor:
+                    floor = match_num
+            if match_num - floor <= limit:
+                continue
+            out[node_name] = FilterStatus.UNSCHEDULABLE
+        else:
+            out[node_name] = FilterStatus.UNRESOLVABLE
     return out
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from respread.model import DisruptionBudget, Pod
+from respread.model import DisruptionBudget, Labels, Pod
 from respread.selectors import selector_matches
 
 
@@ -40,13 +40,18 @@ class BudgetLedger:
         for b in budgets:
             self._by_ns.setdefault(b.namespace, []).append(b)
         self._used: dict[str, int] = {}
+        self._covering: dict[tuple[str, Labels], list[DisruptionBudget]] = {}
 
     def covering(self, pod: Pod) -> list[DisruptionBudget]:
-        return [
-            b
-            for b in self._by_ns.get(pod.namespace, ())
-            if b.selector is not None and selector_matches(b.selector, pod.labels)
-        ]
+        key = (pod.namespace, pod.labels)
+        hit = self._covering.get(key)
+        if hit is None:
+            hit = self._covering[key] = [
+                b
+                for b in self._by_ns.get(pod.namespace, ())
+                if b.selector is not None and selector_matches(b.selector, pod.labels)
+            ]
+        return hit
 
     def check(self, pod: Pod) -> BudgetCheck:
         budgets = self.covering(pod)

@@ -7,7 +7,7 @@ thousand workloads cost little more than their names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, TypeVar, overload
@@ -44,6 +44,16 @@ class Labels(Mapping[str, str]):
     def get(self, key: str, default: T, /) -> str | T: ...
     def get(self, key: str, default: object = None, /) -> object:
         return self._items.get(key, default)
+
+    # The Mapping mixins iterate in Python; the dict's own views are C.
+    def items(self) -> ItemsView[str, str]:
+        return self._items.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[str]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         return self._hash
@@ -244,6 +254,9 @@ class Phase(StrEnum):
     UNKNOWN = "Unknown"
 
 
+FINISHED: Final = frozenset((Phase.SUCCEEDED, Phase.FAILED))
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
@@ -267,7 +280,7 @@ class Pod:
 
     @property
     def finished(self) -> bool:
-        return self.phase in (Phase.SUCCEEDED, Phase.FAILED)
+        return self.phase in FINISHED
 
 
 @dataclass(frozen=True, slots=True)

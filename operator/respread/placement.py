@@ -43,29 +43,39 @@ class CapacityLedger:
 
     def __init__(self, nodes: Iterable[Node], pods: Iterable[Pod]) -> None:
         self._nodes = {n.name: n for n in nodes}
-        requested: dict[str, Resources] = {}
-        counts: dict[str, int] = {}
+        # Usage is summed when a node is first asked about: a plan looks at few nodes.
+        self._pending: dict[str, list[Resources]] = {}
         for pod in pods:
-            if pod.node_name is None or pod.finished or pod.node_name not in self._nodes:
+            node = pod.node_name
+            if node is None or pod.finished or node not in self._nodes:
                 continue
-            requested[pod.node_name] = requested.get(pod.node_name, Resources()) + pod.spec.requests
-            counts[pod.node_name] = counts.get(pod.node_name, 0) + 1
-        self._usage = {
-            name: Usage(requested.get(name, Resources()), counts.get(name, 0))
-            for name in self._nodes
-        }
+            requests = self._pending.get(node)
+            if requests is None:
+                self._pending[node] = [pod.spec.requests]
+            else:
+                requests.append(pod.spec.requests)
+        self._usage: dict[str, Usage] = {}
 
     def usage(self, node: str) -> Usage:
-        return self._usage[node]
+        use = self._usage.get(node)
+        if use is None:
+            if node not in self._nodes:
+                raise KeyError(node)
+            requests = self._pending.get(node, ())
+            total = Resources()
+            for r in requests:
+                total = total + r
+            use = self._usage[node] = Usage(total, len(requests))
+        return use
 
     def free(self, node: str) -> Resources | None:
         alloc = self._nodes[node].allocatable
-        return None if alloc is None else alloc - self._usage[node].requested
+        return None if alloc is None else alloc - self.usage(node).requested
 
     def fit_reason(self, node: str, requests: Resources) -> str | None:
         """None when a pod requesting ``requests`` fits on the node now, else why not."""
         n = self._nodes[node]
-        use = self._usage[node]
+        use = self.usage(node)
         if n.max_pods is not None and use.pods + 1 > n.max_pods:
             return f"node is full ({use.pods} of {n.max_pods} pods)"
         if n.allocatable is None:
@@ -76,11 +86,12 @@ class CapacityLedger:
         return None
 
     def reserve(self, node: str, requests: Resources) -> None:
-        use = self._usage[node]
+        use = self.usage(node)
         self._usage[node] = Usage(use.requested + requests, use.pods + 1)
 
     def copy(self) -> CapacityLedger:
         clone = CapacityLedger.__new__(CapacityLedger)
         clone._nodes = self._nodes
+        clone._pending = self._pending
         clone._usage = dict(self._usage)
         return clone

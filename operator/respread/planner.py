@@ -200,6 +200,7 @@ class _Simulation:
         self.per_workload: Counter[WorkloadRef] = Counter()
         self.planned = 0
         self.held: Mapping[WorkloadRef, str] = {}
+        self._wanted: dict[int, list[int]] = {}
 
     # ---- counts ------------------------------------------------------------------------
 
@@ -222,23 +223,52 @@ class _Simulation:
     # ---- judging -----------------------------------------------------------------------
 
     def wanted(self, profile: Profile) -> list[int]:
-        whens = self.policy.constraints.when_unsatisfiable
-        return [i for i, c in enumerate(profile.constraints) if c.when in whens]
+        hit = self._wanted.get(id(profile))
+        if hit is None:
+            whens = self.policy.constraints.when_unsatisfiable
+            hit = [i for i, c in enumerate(profile.constraints) if c.when in whens]
+            self._wanted[id(profile)] = hit
+        return hit
+
+    def failing(self, m: Members, node_name: str, pods: list[Pod]) -> tuple[int, bool] | None:
+        """The first wanted constraint members on this node fail (its index, and whether they
+        are counted in it), or None.
+
+        ``check_constraint`` inlined: this runs for every node of every candidate workload
+        after every step. ``verdict`` gives the reason of a failure.
+        """
+        profile = m.profile
+        tables = self.tables_of[id(m)]
+        labels = self.nodes[node_name].labels
+        counts_pod = self.index.counts_pod
+        for i in self.wanted(profile):
+            c = profile.constraints[i]
+            table = tables[i]
+            value = labels.get(c.key)
+            if value is None:
+                return i, False
+            counted = node_name in table.space.node_domain and counts_pod(
+                c.selector, pods[0].labels
+            )
+            match_num = table.counts.get(value, 0)
+            gmin = table.global_min(c.min_domains)
+            if counted:
+                match_num -= 1
+                if match_num < gmin and table.space.size >= c.min_domains:
+                    gmin = match_num
+            if match_num + profile.self_match[i] - gmin > c.max_skew:
+                return i, counted
+        return None
+
+    def verdict(self, m: Members, node_name: str, failing: tuple[int, bool]) -> Verdict:
+        index, counted = failing
+        table = self.tables_of[id(m)][index]
+        return check_constraint(m.profile, index, table, self.nodes[node_name], counted)
 
     def node_verdict(self, m: Members, node_name: str, pods: list[Pod]) -> Verdict | None:
         """The first failing wanted constraint for members on this node, or None."""
-        profile = m.profile
-        tables = self.tables_of[id(m)]
-        node = self.nodes[node_name]
-        for i in self.wanted(profile):
-            table = tables[i]
-            counted = node_name in table.space.node_domain and self.index.counts_pod(
-                profile.constraints[i].selector, pods[0].labels
-            )
-            verdict = check_constraint(profile, i, table, node, counted)
-            if not verdict.ok:
-                return verdict
-        return None
+        failing = self.failing(m, node_name, pods)
+        return None if failing is None else self.verdict(m, node_name, failing)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
         total = 0
@@ -248,7 +278,7 @@ class _Simulation:
             if not pods:
                 continue
             if constraint is None:
-                bad = self.node_verdict(m, node_name, pods) is not None
+                bad = self.failing(m, node_name, pods) is not None
             else:
                 table = tables[constraint]
                 counted = node_name in table.space.node_domain and self.index.counts_pod(
@@ -263,7 +293,7 @@ class _Simulation:
 
     # ---- choosing ----------------------------------------------------------------------
 
-    def candidates(self, m: Members) -> list[tuple[Pod, Verdict]]:
+    def candidates(self, m: Members) -> list[tuple[Pod, tuple[int, bool]]]:
         profile = m.profile
         tables = self.tables_of[id(m)]
         found = []
@@ -271,7 +301,7 @@ class _Simulation:
             live = [p for p in pods if id(p) not in self.moved and id(p) not in self.skipped]
             if not live:
                 continue
-            verdict = self.node_verdict(m, node_name, pods)
+            verdict = self.failing(m, node_name, pods)
             if verdict is None:
                 continue
             node = self.nodes[node_name]
@@ -428,10 +458,11 @@ class _Simulation:
 
     # ---- one step ----------------------------------------------------------------------
 
-    def try_move(self, m: Members, pod: Pod, verdict: Verdict) -> Move | Skip | None:
+    def try_move(self, m: Members, pod: Pod, failing: tuple[int, bool]) -> Move | Skip | None:
         """Simulate evicting ``pod``; keep the move if it helps, else undo it."""
         assert pod.node_name is not None
         source = pod.node_name
+        verdict = self.verdict(m, source, failing)
         counting = self.tables_counting(pod)
         affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
         affected[id(m)] = m

@@ -135,12 +135,13 @@ class DomainSpace:
 class CountTable:
     """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0."""
 
-    __slots__ = ("_min", "counts", "space")
+    __slots__ = ("_min", "_size", "counts", "space")
 
     def __init__(self, space: DomainSpace, counts: dict[str, int]) -> None:
         self.space = space
         self.counts = counts
         self._min: int | None = None
+        self._size = space.size
 
     def get(self, domain: str) -> int:
         return self.counts.get(domain, 0)
@@ -155,7 +156,7 @@ class CountTable:
 
     def raw_min(self) -> int:
         """The minimum over every eligible domain, zeros included (0 when there are none)."""
-        if len(self.counts) < self.space.size:
+        if len(self.counts) < self._size:
             return 0
         if self._min is None:
             self._min = min(self.counts.values()) if self.counts else 0
@@ -167,7 +168,7 @@ class CountTable:
         ``without`` names a domain one pod is taken out of first (a bound pod judged as if it
         were being placed again).
         """
-        if self.space.size < min_domains:
+        if self._size < min_domains:
             return 0
         current = self.raw_min()
         if without is None:
@@ -200,6 +201,16 @@ def pod_counts(pod: Pod) -> bool:
     return not pod.terminating and not pod.finished
 
 
+def _label_keys_read(constraints: tuple[SpreadConstraint, ...]) -> tuple[str, ...]:
+    """The pod label keys the effective constraints depend on: selector keys, matchLabelKeys."""
+    keys: dict[str, None] = {}
+    for c in constraints:
+        if c.selector is not None:
+            keys.update((r.key, None) for r in c.selector.requirements)
+        keys.update((k, None) for k in c.match_label_keys)
+    return tuple(keys)
+
+
 class SpreadIndex:
     """All spread state of one ClusterState, computed lazily and cached."""
 
@@ -226,11 +237,14 @@ class SpreadIndex:
             per_node[pod.node_name] += 1
         self.workloads: dict[tuple[str, str, str], Workload] = {w.key: w for w in state.workloads}
         self._spaces: dict[tuple[object, ...], DomainSpace] = {}
+        self._profile_spaces: dict[tuple[int, int], DomainSpace] = {}  # interned profiles
         self._tables: dict[tuple[object, ...], CountTable] = {}
-        self._matches: dict[tuple[int, Labels], bool] = {}
+        self._profile_tables: dict[tuple[int, int], CountTable] = {}  # interned profiles
+        self._matches: dict[tuple[int, int], tuple[LabelSelector, Labels, bool]] = {}
         # namespace -> (label key, value) -> (first-seen position, labels) of pods_by_labels
         self._label_index: dict[str, dict[tuple[str, str], list[tuple[int, Labels]]]] = {}
         self._profiles: dict[tuple[object, ...], Profile] = {}
+        self._relevant_keys: dict[int, tuple[str, ...]] = {}
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints()
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
@@ -243,11 +257,13 @@ class SpreadIndex:
             return False
         if not selector.requirements:
             return self.empty_selector_matches_all
-        key = (id(selector), labels)
+        # Keyed by identity (selectors and labels are interned; hashing Labels costs a Python
+        # call); the entry holds both objects, so neither id can be reused while it exists.
+        key = (id(selector), id(labels))
         hit = self._matches.get(key)
         if hit is None:
-            hit = self._matches[key] = selector_matches(selector, labels)
-        return hit
+            hit = self._matches[key] = (selector, labels, selector_matches(selector, labels))
+        return hit[2]
 
     # ---- the replacement's shape ----------------------------------------------------------
 
@@ -262,18 +278,25 @@ class SpreadIndex:
         the most common non-empty set wins, ties to the first pod in name order.
         """
         out: dict[tuple[str, str, str], tuple[SpreadConstraint, ...]] = {}
-        seen: dict[tuple[str, str, str], Counter[tuple[SpreadConstraint, ...]]] = defaultdict(
-            Counter
-        )
+        # Counted by identity (the loader interns them), then merged by value: hashing the
+        # constraint tuples of every pod would dominate the index's cost.
+        by_id: dict[tuple[str, str, str], Counter[int]] = defaultdict(Counter)
+        values: dict[int, tuple[SpreadConstraint, ...]] = {}
         first: dict[tuple[str, str, str], tuple[str, tuple[SpreadConstraint, ...]]] = {}
         for pod in self.state.pods:
-            if pod.owner is None or not pod.spec.constraints:
+            constraints = pod.spec.constraints
+            if pod.owner is None or not constraints:
                 continue
             key = (pod.namespace, pod.owner.kind, pod.owner.name)
-            seen[key][pod.spec.constraints] += 1
-            if key not in first or pod.name < first[key][0]:
-                first[key] = (pod.name, pod.spec.constraints)
-        for key, counter in seen.items():
+            by_id[key][id(constraints)] += 1
+            values[id(constraints)] = constraints
+            known = first.get(key)
+            if known is None or pod.name < known[0]:
+                first[key] = (pod.name, constraints)
+        for key, ids in by_id.items():
+            counter: Counter[tuple[SpreadConstraint, ...]] = Counter()
+            for cid, n in ids.items():
+                counter[values[cid]] += n
             best = max(counter.values())
             tied = {c for c, n in counter.items() if n == best}
             out[key] = first[key][1] if first[key][1] in tied else min(tied, key=repr)
@@ -332,13 +355,18 @@ class SpreadIndex:
         pod_for_defaults: Pod | None = None,
     ) -> Profile:
         """The profile of a pod with these labels and spec, carrying ``constraints``."""
-        key = (
-            namespace,
-            id(labels),
-            id(spec),
-            id(constraints),
-            pod_for_defaults.owner if pod_for_defaults is not None else None,
-        )
+        key: tuple[object, ...]
+        if constraints:
+            # Labels matter only through the keys the selectors and matchLabelKeys read, so
+            # pods differing elsewhere (a StatefulSet's pod-name label) share one profile.
+            keys = self._relevant_keys.get(id(constraints))
+            if keys is None:
+                keys = self._relevant_keys[id(constraints)] = _label_keys_read(constraints)
+            key = (namespace, id(spec), id(constraints), tuple(labels.get(k) for k in keys))
+        else:
+            # Default constraints: services and the owner decide the selector.
+            owner = pod_for_defaults.owner if pod_for_defaults is not None else None
+            key = (namespace, id(labels), id(spec), owner)
         hit = self._profiles.get(key)
         if hit is not None:
             return hit
@@ -385,6 +413,9 @@ class SpreadIndex:
         return frozenset(c.key for c in profile.constraints if c.when is when)
 
     def space(self, profile: Profile, index: int) -> DomainSpace:
+        by_profile = self._profile_spaces.get((id(profile), index))
+        if by_profile is not None:
+            return by_profile
         c = profile.constraints[index]
         gate = self.gate_keys(profile, index)
         affinity = profile.affinity if c.honor_affinity else None
@@ -392,6 +423,7 @@ class SpreadIndex:
         key = (gate, c.key, affinity, tolerations)
         hit = self._spaces.get(key)
         if hit is not None:
+            self._profile_spaces[(id(profile), index)] = hit
             return hit
         node_domain: dict[str, str] = {}
         domain_nodes: dict[str, list[str]] = defaultdict(list)
@@ -408,15 +440,20 @@ class SpreadIndex:
             domain_nodes[value].append(node.name)
         space = DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()})
         self._spaces[key] = space
+        self._profile_spaces[(id(profile), index)] = space
         return space
 
     def table(self, profile: Profile, index: int) -> CountTable:
         """The shared count table of a profile's constraint; copy it before changing it."""
+        by_profile = self._profile_tables.get((id(profile), index))
+        if by_profile is not None:
+            return by_profile
         c = profile.constraints[index]
         space = self.space(profile, index)
         key = (profile.namespace, c.selector, id(space))
         hit = self._tables.get(key)
         if hit is not None:
+            self._profile_tables[(id(profile), index)] = hit
             return hit
         counts: dict[str, int] = {}
         node_domain = space.node_domain
@@ -429,6 +466,7 @@ class SpreadIndex:
                     counts[domain] = counts.get(domain, 0) + n
         table = CountTable(space, counts)
         self._tables[key] = table
+        self._profile_tables[(id(profile), index)] = table
         return table
 
     def _candidates(
@@ -440,8 +478,11 @@ class SpreadIndex:
         values, so only those are visited (and still checked); else every label set is.
         """
         pods = self.pods_by_labels.get(namespace, {})
-        req = None if selector is None else next(
-            (r for r in selector.requirements if r.op is Op.IN), None)
+        req = (
+            None
+            if selector is None
+            else next((r for r in selector.requirements if r.op is Op.IN), None)
+        )
         if req is None:
             return pods.items()
         index = self._label_index.get(namespace)
