@@ -92,7 +92,9 @@ class Residual:
 
     @property
     def compliant(self) -> bool:
-        return self.groups == 0
+        """No DoNotSchedule violation, and no replacement left Pending: a replica that cannot
+        be scheduled (by the very constraint, often) is no fix."""
+        return self.groups == 0 and self.pending == 0
 
 
 def residual(state: ClusterState, policy: RebalancePolicy, pending: int = 0) -> Residual:
