@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from respread.cron import CronError, parse_cron
 from respread.model import LabelSelector, SpreadConstraint, When
 from respread.snapshot import FieldError, label_selector, spread_constraint
 
@@ -90,14 +91,15 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|ms|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 def parse_duration(value: object, path: str) -> float:
-    """A Go-style duration ("90s", "5m", "1h30m") or a number of seconds."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
+    """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it.
+
+    A bare number is refused, as the API server refuses it: "90" could mean seconds or minutes.
+    """
     if not isinstance(value, str) or not value:
         raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {value!r}")
     pos, total = 0, 0.0
@@ -120,36 +122,12 @@ def _section(raw: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
     return value
 
 
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-_CRON_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
-    ("minute", 0, 59, {}),
-    ("hour", 0, 23, {}),
-    ("day of month", 1, 31, {}),
-    ("month", 1, 12, {m: i + 1 for i, m in enumerate(_MONTHS)}),
-    ("day of week", 0, 7, {d: i for i, d in enumerate(_DAYS)}),
-)
-
-
 def cron_problem(expression: str) -> str | None:
-    """Why a five-field cron expression is invalid, or None when it is valid."""
-    fields = expression.split()
-    if len(fields) != 5:
-        return f"expected five fields (minute hour day month weekday), got {len(fields)}"
-    for text, (name, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
-        for part in text.split(","):
-            base, _, step = part.partition("/")
-            if step and (not step.isdigit() or int(step) == 0):
-                return f"{name}: bad step in {part!r}"
-            if base == "*":
-                continue
-            bounds = base.split("-")
-            if len(bounds) > 2 or not all(bounds):
-                return f"{name}: cannot read {part!r}"
-            for bound in bounds:
-                number = int(bound) if bound.isdigit() else names.get(bound.lower())
-                if number is None or not low <= number <= high:
-                    return f"{name}: {bound!r} is not in {low}-{high}"
+    """Why a five-field cron expression is invalid (respread.cron's reading), or None."""
+    try:
+        parse_cron(expression)
+    except CronError as err:
+        return str(err)
     return None
 
 
@@ -217,6 +195,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
 
     sched_raw = _section(spec, "schedule", path)
     if "interval" in sched_raw and "cron" in sched_raw:
+        raise PolicyError(f"{path}.schedule", "set exactly one of interval and cron")
+    if spec.get("schedule") is not None and "interval" not in sched_raw and "cron" not in sched_raw:
+        # An absent schedule defaults to 5m; an empty one is refused, as the CRD refuses it.
         raise PolicyError(f"{path}.schedule", "set exactly one of interval and cron")
     if "cron" in sched_raw:
         cron = sched_raw["cron"]

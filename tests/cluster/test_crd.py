@@ -295,6 +295,8 @@ VALID_SPECS: dict[str, dict[str, Any]] = {
     "interval-fraction": {"schedule": {"interval": "1.5h"}},
     "cron-names-lists-steps": {"schedule": {"cron": "0,30 8-18/2 * jan-DEC mon-fri"}},
     "cron-sunday-as-7": {"schedule": {"cron": "0 0 * * 7"}},
+    "cron-weekdays-up-to-sunday": {"schedule": {"cron": "0 0 * * 5-7"}},
+    "cron-step-over-a-range": {"schedule": {"cron": "0-30/10 */90 * * *"}},
     "enforce": {"mode": "Enforce"},
     "durations-ms-and-zero": {"eviction": {"minPodAge": "0s", "cooldown": "250ms"}},
     "caps-zero": {
@@ -388,6 +390,14 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
     "cron-minute-60": ({"schedule": {"cron": "60 * * * *"}}, "spec.schedule.cron"),
     "cron-step-zero": ({"schedule": {"cron": "*/0 * * * *"}}, "spec.schedule.cron"),
     "cron-weekday-8": ({"schedule": {"cron": "0 0 * * 8"}}, "spec.schedule.cron"),
+    "cron-backwards-range": ({"schedule": {"cron": "5-3 * * * *"}}, "spec.schedule.cron"),
+    "cron-backwards-names": ({"schedule": {"cron": "0 0 * * fri-MON"}}, "spec.schedule.cron"),
+    "cron-backwards-months": ({"schedule": {"cron": "0 0 1 12-jan *"}}, "spec.schedule.cron"),
+    "cron-step-on-a-value": ({"schedule": {"cron": "5/10 * * * *"}}, "spec.schedule.cron"),
+    "cron-empty-step": ({"schedule": {"cron": "5/ * * * *"}}, "spec.schedule.cron"),
+    "schedule-empty": ({"schedule": {}}, "spec.schedule"),
+    "interval-bare-number": ({"schedule": {"interval": 300}}, "spec.schedule.interval"),
+    "cooldown-bare-number": ({"eviction": {"cooldown": 90}}, "spec.eviction.cooldown"),
     "cooldown-no-unit": ({"eviction": {"cooldown": "10"}}, "spec.eviction.cooldown"),
     "max-per-workload-negative": (
         {"eviction": {"maxPerWorkload": -1}},

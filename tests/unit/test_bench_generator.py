@@ -81,8 +81,9 @@ def test_realistic_shape() -> None:
     assert len({n["metadata"]["labels"][gen().ZONE_KEY] for n in nodes}) == 3
     budgets = [m for m in manifests if m["kind"] == "PodDisruptionBudget"]
     assert any(b["status"]["disruptionsAllowed"] == 0 for b in budgets)
-    replicas = [m["spec"]["replicas"] for m in manifests if m["kind"] in ("Deployment",
-                                                                        "StatefulSet")]
+    replicas = [
+        m["spec"]["replicas"] for m in manifests if m["kind"] in ("Deployment", "StatefulSet")
+    ]
     assert min(replicas) >= 2 and max(replicas) <= 100
 
 

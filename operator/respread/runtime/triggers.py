@@ -1,0 +1,37 @@
+"""APScheduler triggers for a policy's schedule: every interval, or cron as cron(8) reads it.
+
+The cron expression is parsed by respread.cron (never by ``CronTrigger.from_crontab``, which
+numbers weekdays from Monday and joins day of month and day of week with AND) and given to
+APScheduler as explicit value lists; a day-of-month OR day-of-week schedule becomes two cron
+triggers under an OrTrigger.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.combining import OrTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from respread.cron import parse_cron
+from respread.policy import Schedule
+
+CRON_JITTER = 30  # seconds
+
+
+def trigger_for(schedule: Schedule) -> tuple[BaseTrigger, int]:
+    """The trigger for a schedule, and the misfire grace time (seconds) that goes with it."""
+    if schedule.cron is not None:
+        fields = parse_cron(schedule.cron).triggers()
+        trigger: BaseTrigger
+        if len(fields) == 1:
+            trigger = CronTrigger(timezone=UTC, jitter=CRON_JITTER, **fields[0])
+        else:
+            trigger = OrTrigger(
+                [CronTrigger(timezone=UTC, **f) for f in fields], jitter=CRON_JITTER
+            )
+        return trigger, 60
+    interval = schedule.interval or 300.0
+    return IntervalTrigger(seconds=interval, jitter=min(30.0, interval / 10)), int(interval)
