@@ -2,30 +2,41 @@
 
 Fixtures (import them into a test module to use them):
 - `crd` (module): the RebalancePolicy CRD from crds/, applied and Established;
-- `operator_factory`: `start(*args, kubeconfig=None)` runs `respread run` (admin kubeconfig by
-  default, metrics disabled unless `--metrics-port` is given) and returns an `OperatorProcess`;
-  every process started is stopped after the test, its log tail printed if it did not exit
-  cleanly;
+- `operator_rbac` (session): deploy/'s Namespace, ServiceAccount and RBAC (ClusterRole, Role and
+  their bindings), loaded with PyYAML and applied server-side as they are in deploy/;
+- `operator_kubeconfig` (session): a kubeconfig for system:serviceaccount:respread-system:respread
+  with a token from the TokenRequest API: the operator runs with exactly deploy/'s permissions,
+  so a permission missing there fails the tests;
+- `operator_factory`: `start(*args, kubeconfig=None)` runs `respread run` (as the service
+  account by default, metrics disabled unless `--metrics-port` is given) and returns an
+  `OperatorProcess`; every process started is stopped after the test, its log tail printed if
+  it did not exit cleanly;
 - `operator`: one such process with the defaults; yields the path of its log.
 """
 
 from __future__ import annotations
 
+import base64
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from kube_harness import ControlPlane
 from kube_helpers import wait_for
-from kubernetes import client
+from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+OPERATOR_NAMESPACE, OPERATOR_SA = "respread-system", "respread"
+RBAC_FILES = ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml")
+FIELD_MANAGER = "respread-test-operator"
 
 
 @dataclass
@@ -40,6 +51,12 @@ class OperatorProcess:
     def text(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def kill(self) -> None:
+        """SIGKILL: a crash, with no chance to release anything."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(20)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -48,7 +65,7 @@ class OperatorProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        if self.proc.returncode not in (0, -15):
+        if self.proc.returncode not in (0, -15, -9):
             print(self.text()[-4000:])
 
 
@@ -74,11 +91,92 @@ def crd(api_client: client.ApiClient) -> None:
     wait_for(established, 30, "the RebalancePolicy CRD to be established")
 
 
+def deploy_rbac_objects() -> list[dict[str, Any]]:
+    """deploy/'s Namespace, ServiceAccount, ClusterRole(s), Role(s) and bindings, as written."""
+    docs = []
+    for name in RBAC_FILES:
+        docs += [d for d in yaml.safe_load_all((REPO / "deploy" / name).read_text()) if d]
+    return docs
+
+
+@pytest.fixture(scope="session")
+def operator_rbac(api_client: client.ApiClient) -> list[dict[str, Any]]:
+    """deploy/'s RBAC applied server-side (idempotent; test_crd applies the same objects)."""
+    dyn = dynamic.DynamicClient(api_client)
+    docs = deploy_rbac_objects()
+    kinds = {d["kind"] for d in docs}
+    assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= kinds
+    for doc in docs:
+        resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        dyn.server_side_apply(
+            resource,
+            body=doc,
+            name=doc["metadata"]["name"],
+            namespace=doc["metadata"].get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
+    return docs
+
+
+@pytest.fixture(scope="session")
+def operator_kubeconfig(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    operator_rbac: list[dict[str, Any]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """A kubeconfig for the operator's service account (a bound token, valid for 6 hours)."""
+    core = client.CoreV1Api(api_client)
+    token = core.create_namespaced_service_account_token(
+        OPERATOR_SA,
+        OPERATOR_NAMESPACE,
+        client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=6 * 3600)
+        ),
+    ).status.token
+    user = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SA}"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "respread-test",
+                "cluster": {
+                    "server": control_plane.server,
+                    "certificate-authority-data": base64.b64encode(
+                        control_plane.ca_file.read_bytes()
+                    ).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "respread-test", "user": user}}],
+        "current-context": user,
+    }
+    path = tmp_path_factory.mktemp("operator") / "respread-sa.kubeconfig"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    # The token works, and it is the service account's, with deploy/'s permissions only.
+    review = client.AuthorizationV1Api(api_client).create_subject_access_review(
+        client.V1SubjectAccessReview(
+            spec=client.V1SubjectAccessReviewSpec(
+                user=user,
+                groups=["system:serviceaccounts", f"system:serviceaccounts:{OPERATOR_NAMESPACE}"],
+                resource_attributes=client.V1ResourceAttributes(verb="delete", resource="pods"),
+            )
+        )
+    )
+    assert not review.status.allowed, "the operator's service account may delete pods"
+    return path
+
+
 @pytest.fixture
 def operator_factory(
-    control_plane: ControlPlane, crd: None, tmp_path: Path
+    control_plane: ControlPlane, crd: None, operator_kubeconfig: Path, tmp_path: Path
 ) -> Iterator[StartOperator]:
-    """Start `respread run` processes (stopped after the test)."""
+    """Start `respread run` processes as the operator's service account (stopped after the
+    test)."""
     started: list[OperatorProcess] = []
 
     def start(*args: str, kubeconfig: Path | None = None) -> OperatorProcess:
@@ -94,7 +192,7 @@ def operator_factory(
                     "respread.cli",
                     "run",
                     "--kubeconfig",
-                    str(kubeconfig or control_plane.kubeconfig),
+                    str(kubeconfig or operator_kubeconfig),
                     "-v",
                     *extra,
                 ],

@@ -248,9 +248,9 @@ class ApiProxy:
         self.listener.close()
 
 
-def kubeconfig_via(control_plane: ControlPlane, port: int, path: Path) -> Path:
-    """The admin kubeconfig, pointed at 127.0.0.1:`port` instead of the API server."""
-    cfg = yaml.safe_load(control_plane.kubeconfig.read_text())
+def kubeconfig_via(kubeconfig: Path, port: int, path: Path) -> Path:
+    """`kubeconfig`, pointed at 127.0.0.1:`port` instead of the API server."""
+    cfg = yaml.safe_load(kubeconfig.read_text())
     for cluster in cfg["clusters"]:
         cluster["cluster"]["server"] = f"https://127.0.0.1:{port}"
     path.write_text(yaml.safe_dump(cfg))
@@ -649,19 +649,27 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
     policy_v1: client.PolicyV1Api,
     audit_log: AuditLog,
     tmp_path: Path,
+    operator_kubeconfig: Path,
 ) -> None:
     """The operator reaches the API server through a relay that the test cuts. While it is cut,
     the Deployment is scaled down from 3/3/3 to 0/1/3, a second policy is deleted, and the API
     server is restarted, so the resource versions the operator's watches would resume from are
     gone: on reconnecting every watch gets 410 Gone and kopf relists. A relisting shows what
     exists, never what was deleted: once relisted, the operator must neither keep counting the
-    five deleted pods (which would hide the skew) nor keep scanning the deleted policy."""
+    five deleted pods (which would hide the skew) nor keep scanning the deleted policy.
+
+    And no scan plans from the cache as it was when the relay was cut: kopf's watches come back
+    only after their back-off, but the operator's scans failed while the relay was cut, so the
+    next scan first checks the cache against the API server and waits for the watches to catch
+    up. Every status written after the relay's return reports the skew."""
     custom = client.CustomObjectsApi(api_client)
     proxy = ApiProxy(e2e_cluster.port)
     name, gone = f"rbp-{namespace}", f"rbp-{namespace}-gone"
     try:
         op = operator_factory(
-            kubeconfig=kubeconfig_via(e2e_cluster, proxy.port, tmp_path / "proxied.kubeconfig")
+            kubeconfig=kubeconfig_via(
+                operator_kubeconfig, proxy.port, tmp_path / "proxied.kubeconfig"
+            )
         )
         fake_nodes.create_zones(ZONES)
         node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
@@ -690,8 +698,6 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
                     for line in op.text().splitlines()
                 )
 
-            # (A scan may run between the relay's return and kopf's reconnection, its watches
-            # backing off: it sees the cache as it was when the relay was cut.)
             wait_for(relisted, 90, "the pods watch to get 410 Gone and relist")
             relisted_at = time.time()
             st = wait_for(
@@ -717,6 +723,21 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
                 and e.get("verb") in ("patch", "update")
             ]
             assert len(writes) <= 1, [(e["stageTimestamp"], e["responseStatus"]) for e in writes]
+
+            # No scan since the relay's return planned from the cache as it was when it was cut
+            # (3/3/3, no violation): every report written since shows the skew.
+            reports = [
+                (e["stageTimestamp"], e["requestObject"]["status"]["summary"])
+                for e in audit_log.events(mark)
+                if e.get("stage") == "ResponseComplete"
+                and e.get("objectRef", {}).get("resource") == PLURAL
+                and e.get("objectRef", {}).get("subresource") == "status"
+                and e.get("objectRef", {}).get("name") == name
+                and "summary" in ((e.get("requestObject") or {}).get("status") or {})
+            ]
+            assert len(reports) >= 2, reports
+            stale = [(at, summary) for at, summary in reports if summary["violations"] != 1]
+            assert stale == [], (stale, op.text()[-3000:])
             assert op.alive
     finally:
         proxy.close()

@@ -211,7 +211,7 @@ class ClusterCache:
         self._touched = None
         self.relisted = True  # still to do
 
-    async def sweep(self, api: client.ApiClient, catch_up: float = CATCH_UP) -> int:
+    async def sweep(self, api: client.ApiClient, catch_up: float | None = None) -> int:
         """Forget the objects the API server no longer has, and wait for the watches to
         deliver what it has, if a relisting, a suspected disconnection (or RESYNC) asks for
         it. Must run on the event loop that applies the events."""
@@ -225,7 +225,7 @@ class ClusterCache:
                 self.abort_sweep()
                 raise
             dropped = self.end_sweep(present)
-            await self.catch_up(present, catch_up)
+            await self.catch_up(present, CATCH_UP if catch_up is None else catch_up)
         if dropped:
             log.warning(
                 "forgot %d cached object(s) deleted while a watch was away (relisted)", dropped

@@ -308,13 +308,17 @@ def run(
 ) -> None:
     """Start the operator and block until it is stopped."""
     api = api_client(kubeconfig)
+    identity = (election.identity if election is not None else None) or default_identity()
+    # Every request names the replica (the audit log's userAgent), so that what each replica
+    # did can be told apart.
+    api.user_agent = f"respread/{identity}"
     app = App(api=api)
     if election is not None:
         app.elector = LeaderElector(
             api,
             namespace=election.namespace or default_namespace(),
             name=election.name,
-            identity=election.identity or default_identity(),
+            identity=identity,
             timing=election.timing,
             on_change=app.on_leadership,
             on_error=lambda err: app.cache.mark_suspect(f"the Lease: {err}"),
