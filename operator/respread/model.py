@@ -7,66 +7,45 @@ thousand workloads cost little more than their names.
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final, TypeVar, overload
-
-T = TypeVar("T")
+from typing import Final, NoReturn
 
 
-class Labels(Mapping[str, str]):
-    """An immutable, hashable string map (labels, nodeSelector, selected annotations)."""
+class Labels(dict[str, str]):
+    """An immutable, hashable string map (labels, nodeSelector, selected annotations).
 
-    __slots__ = ("_hash", "_items")
+    A dict underneath, so that lookups, iteration and equality run at C speed (they are the
+    inner loop of counting and matching); every mutating method refuses.
+    """
+
+    __slots__ = ("_hash",)
 
     def __init__(self, items: Mapping[str, str] | None = None) -> None:
-        self._items: dict[str, str] = dict(items or {})
-        self._hash = hash(frozenset(self._items.items()))
+        super().__init__(items or {})
+        self._hash = hash(frozenset(dict.items(self)))
 
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    @overload
-    def get(self, key: str, /) -> str | None: ...
-    @overload
-    def get(self, key: str, default: str, /) -> str: ...
-    @overload
-    def get(self, key: str, default: T, /) -> str | T: ...
-    def get(self, key: str, default: object = None, /) -> object:
-        return self._items.get(key, default)
-
-    # The Mapping mixins iterate in Python; the dict's own views are C.
-    def items(self) -> ItemsView[str, str]:
-        return self._items.items()
-
-    def keys(self) -> KeysView[str]:
-        return self._items.keys()
-
-    def values(self) -> ValuesView[str]:
-        return self._items.values()
-
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         return self._hash
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Labels):
-            return self._hash == other._hash and self._items == other._items
-        if isinstance(other, Mapping):
-            return self._items == dict(other)
-        return NotImplemented
-
     def __repr__(self) -> str:
-        return f"Labels({self._items!r})"
+        return f"Labels({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[type[Labels], tuple[dict[str, str]]]:
+        return (Labels, (dict(self),))
+
+    def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("Labels are immutable")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __ior__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
 
 
 EMPTY_LABELS: Final = Labels()

@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Final
 
 from respread.model import (
+    FINISHED,
     NO_AFFINITY,
     ClusterState,
     Labels,
@@ -226,15 +227,28 @@ class SpreadIndex:
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
         self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
-        # namespace -> labels -> node -> number of counted pods with exactly those labels
-        self.pods_by_labels: dict[str, dict[Labels, Counter[str]]] = defaultdict(dict)
+        # namespace -> labels -> node -> number of counted pods with exactly those labels.
+        # Gathered by the labels' identity first (interned; hashing Labels is a Python call).
+        by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
+        nodes = self.nodes
         for pod in state.pods:
-            if pod.node_name is None or pod.node_name not in self.nodes or not pod_counts(pod):
+            node = pod.node_name
+            if node is None or node not in nodes or pod.terminating or pod.phase in FINISHED:
                 continue
-            per_node = self.pods_by_labels[pod.namespace].get(pod.labels)
-            if per_node is None:
-                per_node = self.pods_by_labels[pod.namespace][pod.labels] = Counter()
-            per_node[pod.node_name] += 1
+            key = (pod.namespace, id(pod.labels))
+            entry = by_identity.get(key)
+            if entry is None:
+                entry = by_identity[key] = (pod.labels, {})
+            per_node = entry[1]
+            per_node[node] = per_node.get(node, 0) + 1
+        self.pods_by_labels: dict[str, dict[Labels, dict[str, int]]] = defaultdict(dict)
+        for (namespace, _), (labels, per_node) in by_identity.items():
+            known = self.pods_by_labels[namespace].get(labels)
+            if known is None:
+                self.pods_by_labels[namespace][labels] = per_node
+            else:  # equal labels, interned apart
+                for node, n in per_node.items():
+                    known[node] = known.get(node, 0) + n
         self.workloads: dict[tuple[str, str, str], Workload] = {w.key: w for w in state.workloads}
         self._spaces: dict[tuple[object, ...], DomainSpace] = {}
         self._profile_spaces: dict[tuple[int, int], DomainSpace] = {}  # interned profiles
@@ -471,7 +485,7 @@ class SpreadIndex:
 
     def _candidates(
         self, namespace: str, selector: LabelSelector | None
-    ) -> Iterable[tuple[Labels, Counter[str]]]:
+    ) -> Iterable[tuple[Labels, dict[str, int]]]:
         """The label sets of the namespace ``selector`` might count, in first-seen order.
 
         A selector with an In requirement can only count label sets that hold one of its
