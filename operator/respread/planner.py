@@ -201,6 +201,13 @@ class _Simulation:
         self.planned = 0
         self.held: Mapping[WorkloadRef, str] = {}
         self._wanted: dict[int, list[int]] = {}
+        self._selected: dict[int, tuple[bool, ...]] = {}
+        # State stamps for the violators cache: every change to a table copy or to a member's
+        # positions takes a fresh number from one clock, so a stamp names exactly one state
+        # (and an undone trial move may put the old numbers back).
+        self._clock = 0
+        self._stamps: dict[int, int] = {}  # id(table copy) or id(members) -> state number
+        self._violators: dict[tuple[int, int | None], tuple[tuple[int, ...], int]] = {}
 
     # ---- counts ------------------------------------------------------------------------
 
@@ -218,7 +225,20 @@ class _Simulation:
             if domain is not None:
                 table.add(domain, delta)
                 changed.add(tid)
+                self._clock += 1
+                self._stamps[tid] = self._clock
         return changed
+
+    def _restore(self, saved: dict[int, int | None]) -> None:
+        for key, stamp in saved.items():
+            if stamp is None:
+                self._stamps.pop(key, None)
+            else:
+                self._stamps[key] = stamp
+
+    def _stamp(self, m: Members) -> tuple[int, ...]:
+        stamps = self._stamps
+        return (stamps.get(id(m), 0), *(stamps.get(id(t), 0) for t in self.tables_of[id(m)]))
 
     # ---- judging -----------------------------------------------------------------------
 
@@ -230,9 +250,11 @@ class _Simulation:
             self._wanted[id(profile)] = hit
         return hit
 
-    def failing(self, m: Members, node_name: str, pods: list[Pod]) -> tuple[int, bool] | None:
-        """The first wanted constraint members on this node fail (its index, and whether they
-        are counted in it), or None.
+    def failing(
+        self, m: Members, node_name: str, pods: list[Pod], only: list[int] | None = None
+    ) -> tuple[int, bool] | None:
+        """The first wanted constraint (or of ``only``) members on this node fail: its index,
+        and whether they are counted in it; or None.
 
         ``check_constraint`` inlined: this runs for every node of every candidate workload
         after every step. ``verdict`` gives the reason of a failure.
@@ -240,16 +262,14 @@ class _Simulation:
         profile = m.profile
         tables = self.tables_of[id(m)]
         labels = self.nodes[node_name].labels
-        counts_pod = self.index.counts_pod
-        for i in self.wanted(profile):
+        selected = self.selected(m, pods[0])
+        for i in self.wanted(profile) if only is None else only:
             c = profile.constraints[i]
             table = tables[i]
             value = labels.get(c.key)
             if value is None:
                 return i, False
-            counted = node_name in table.space.node_domain and counts_pod(
-                c.selector, pods[0].labels
-            )
+            counted = selected[i] and node_name in table.space.node_domain
             match_num = table.counts.get(value, 0)
             gmin = table.global_min(c.min_domains)
             if counted:
@@ -259,6 +279,16 @@ class _Simulation:
             if match_num + profile.self_match[i] - gmin > c.max_skew:
                 return i, counted
         return None
+
+    def selected(self, m: Members, pod: Pod) -> tuple[bool, ...]:
+        """Whether each constraint's selector counts the members (one answer for all of them:
+        members share a profile, which fixes every label their selectors read)."""
+        hit = self._selected.get(id(m))
+        if hit is None:
+            counts_pod = self.index.counts_pod
+            hit = tuple(counts_pod(c.selector, pod.labels) for c in m.profile.constraints)
+            self._selected[id(m)] = hit
+        return hit
 
     def verdict(self, m: Members, node_name: str, failing: tuple[int, bool]) -> Verdict:
         index, counted = failing
@@ -271,23 +301,21 @@ class _Simulation:
         return None if failing is None else self.verdict(m, node_name, failing)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
+        stamp = self._stamp(m)
+        hit = self._violators.get((id(m), constraint))
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        total = self._count_violators(m, constraint)
+        self._violators[(id(m), constraint)] = (stamp, total)
+        return total
+
+    def _count_violators(self, m: Members, constraint: int | None) -> int:
         total = 0
-        profile = m.profile
-        tables = self.tables_of[id(m)]
+        only = None if constraint is None else [constraint]
         for node_name, pods in self.positions[id(m)].items():
             if not pods:
                 continue
-            if constraint is None:
-                bad = self.failing(m, node_name, pods) is not None
-            else:
-                table = tables[constraint]
-                counted = node_name in table.space.node_domain and self.index.counts_pod(
-                    profile.constraints[constraint].selector, pods[0].labels
-                )
-                bad = not check_constraint(
-                    profile, constraint, table, self.nodes[node_name], counted
-                ).ok
-            if bad:
+            if self.failing(m, node_name, pods, only) is not None:
                 total += len(pods)
         return total
 
@@ -467,11 +495,14 @@ class _Simulation:
         affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
         affected[id(m)] = m
         before = {k: self.violators(x) for k, x in affected.items()}
+        # an undone trial restores the state, and so the stamps of what it touched
+        saved = {k: self._stamps.get(k) for k in (id(m), *(tid for tid, _ in counting))}
 
         self.shift(counting, source, -1)
         target, why = self.landing(m, pod)
         if target is None:
             self.shift(counting, source, +1)
+            self._restore(saved)
             return Skip(pod, m.workload, SkipKind.NO_ROOM, why)
         self.shift(counting, target.name, +1)
         self._reposition(m, pod, source, target.name)
@@ -481,6 +512,7 @@ class _Simulation:
             self._reposition(m, pod, target.name, source)
             self.shift(counting, target.name, -1)
             self.shift(counting, source, +1)
+            self._restore(saved)
             if worse:
                 return Skip(
                     pod,
@@ -505,6 +537,8 @@ class _Simulation:
         positions = self.positions[id(m)]
         positions[source].remove(pod)
         positions.setdefault(target, []).append(pod)
+        self._clock += 1
+        self._stamps[id(m)] = self._clock
 
     def commit(self, move: Move) -> None:
         self.planned += 1
