@@ -78,13 +78,22 @@ def test_a_policy_never_scanned_is_stale_only_once_the_operator_has_run_long_eno
     assert app.stale() == ["p"]
 
 
-def test_a_cron_policy_is_judged_against_an_hour() -> None:
+def test_a_cron_policy_is_judged_against_its_own_times() -> None:
     app = App(api=API)
     app.policies["p"] = (make_policy({"cron": "*/10 * * * *"}), None)
-    app.memories["p"] = PolicyMemory(last_scan=time.time() - 2 * 3600)
+    app.memories["p"] = PolicyMemory(last_scan=time.time() - 60)
     assert app.stale() == []
-    app.memories["p"].last_scan = time.time() - (STALE_FACTOR * 3600 + SLACK + 5)
+    app.memories["p"].last_scan = time.time() - (STALE_FACTOR * 600 + SLACK + 5)
     assert app.stale() == ["p"]
+
+
+def test_a_weekly_cron_policy_is_not_stale_between_its_scans() -> None:
+    app = App(api=API)
+    app.policies["w"] = (make_policy({"cron": "0 3 * * sun"}, "w"), None)
+    app.memories["w"] = PolicyMemory(last_scan=time.time() - 6 * 86400)
+    assert app.stale() == []
+    app.memories["w"].last_scan = time.time() - (STALE_FACTOR * 7 * 86400 + SLACK + 5)
+    assert app.stale() == ["w"]
 
 
 # ---- warm-up ------------------------------------------------------------------------------

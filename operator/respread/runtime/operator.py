@@ -23,8 +23,6 @@ from typing import Any
 
 import kopf
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
@@ -36,6 +34,7 @@ from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.scan import rfc3339, run_scan
+from respread.runtime.triggers import overdue_at, trigger_for
 
 log = logging.getLogger(__name__)
 
@@ -125,14 +124,7 @@ class App:
         if previous is not None and previous[0].generation == policy.generation:
             return  # a status update, not a spec change
         assert self.scheduler is not None
-        if policy.schedule.cron is not None:
-            trigger: Any = CronTrigger.from_crontab(policy.schedule.cron, timezone="UTC")
-            trigger.jitter = 30
-            grace = 60
-        else:
-            interval = policy.schedule.interval or 300.0
-            trigger = IntervalTrigger(seconds=interval, jitter=min(30.0, interval / 10))
-            grace = int(interval)
+        trigger, grace = trigger_for(policy.schedule)
         self.scheduler.add_job(
             self.scan,
             trigger,
@@ -161,8 +153,9 @@ class App:
             self.scheduler.remove_job(name)
 
     def stale(self) -> list[str]:
-        """Policies whose scans are overdue. A follower scans nothing and is never stale; a
-        leader's clock starts when it was elected."""
+        """Policies whose scans are overdue: STALE_FACTOR scheduled scans missed (intervals, or
+        the cron's own times). A follower scans nothing and is never stale; a leader's clock
+        starts when it was elected."""
         if not self.acting():
             return []
         now = time.time()
@@ -170,10 +163,9 @@ class App:
         out = []
         for name, (policy, _) in self.policies.items():
             memory = self.memories.get(name)
-            interval = policy.schedule.interval or 3600.0
             last = memory.last_scan if memory is not None else None
             reference = last if last is not None else now - (time.monotonic() - since)
-            if now - reference > STALE_FACTOR * interval + WARM_UP + 60:
+            if now > overdue_at(policy.schedule, reference, STALE_FACTOR) + WARM_UP + 60:
                 out.append(name)
         return out
 

@@ -8,7 +8,7 @@ triggers under an OrTrigger.
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.combining import OrTrigger
@@ -19,6 +19,7 @@ from respread.cron import parse_cron
 from respread.policy import Schedule
 
 CRON_JITTER = 30  # seconds
+EPSILON = timedelta(seconds=1)
 
 
 def trigger_for(schedule: Schedule) -> tuple[BaseTrigger, int]:
@@ -35,3 +36,18 @@ def trigger_for(schedule: Schedule) -> tuple[BaseTrigger, int]:
         return trigger, 60
     interval = schedule.interval or 300.0
     return IntervalTrigger(seconds=interval, jitter=min(30.0, interval / 10)), int(interval)
+
+
+def overdue_at(schedule: Schedule, reference: float, fires: int) -> float:
+    """When a policy last scanned at ``reference`` (epoch seconds) has missed ``fires``
+    scheduled scans: ``fires`` intervals later, or at its cron's ``fires``-th time after."""
+    if schedule.cron is None:
+        return reference + fires * (schedule.interval or 300.0)
+    triggers = [CronTrigger(timezone=UTC, **f) for f in parse_cron(schedule.cron).triggers()]
+    at = datetime.fromtimestamp(reference, UTC)
+    for _ in range(fires):
+        upcoming = [t for t in (x.get_next_fire_time(None, at + EPSILON) for x in triggers) if t]
+        if not upcoming:
+            return float("inf")
+        at = min(upcoming)
+    return at.timestamp()
