@@ -10,8 +10,9 @@ Generated clusters are workloads: ReplicaSets whose pods carry the template's co
 (zones, hostnames, racks, minDomains, both inclusion policies, matchLabelKeys, selectors that
 match the pods or not), over nodes with taints, partial labels and room for a few pods, in
 several namespaces, with a few bare, terminating, finished and local-storage pods and some
-PodDisruptionBudgets. The assertion: wherever the descheduler's plan, applied, leaves no
-DoNotSchedule violation, respread evicts no more pods than the descheduler. A counterexample
+PodDisruptionBudgets. The assertion: wherever the descheduler's plan, applied, leaves the
+cluster compliant (no violation of the constraint kinds the arguments name, no replacement left
+Pending), respread evicts no more pods than the descheduler. A counterexample
 is shrunk and written under tests/scenarios/found/descheduler/<name>/; every comparison is
 tabulated (printed at the end; written as JSON where RESPREAD_ORACLE_TABLE points).
 
@@ -450,7 +451,7 @@ def write_scenario(case: Json, c: Comparison, message: str) -> Path:
             "tool": "tests/oracles/test_descheduler_oracle.py (hypothesis, shrunk)",
             "oracle": f"sigs.k8s.io/descheduler@{descheduler_version()} "
             "RemovePodsViolatingTopologySpreadConstraint (tests/oracles/descheduler/main.go)",
-            "assertion": "the descheduler's plan leaves no DoNotSchedule violation, so respread "
+            "assertion": "the descheduler's plan leaves the cluster compliant, so respread "
             "must evict at most expectedEvictions pods",
         },
         "args": case["args"],
@@ -488,7 +489,7 @@ def check_case(deschedule: Oracle, tally: Tally, case: Json) -> None:
         message = (
             f"respread evicts {len(c.respread.evicted)} pods {sorted(c.respread.evicted)}, the "
             f"descheduler {len(c.descheduler.evicted)} {sorted(c.descheduler.evicted)} and "
-            "leaves no DoNotSchedule violation"
+            "leaves the cluster compliant"
         )
         if current_build_context().is_final:
             path = write_scenario(case, c, message)
@@ -505,6 +506,9 @@ def check_case(deschedule: Oracle, tally: Tally, case: Json) -> None:
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
+    # Counterexamples are kept as scenarios (found/descheduler/, replayed below), not replayed
+    # from the local example database.
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases())
@@ -540,14 +544,34 @@ def test_the_oracle_reproduces_the_descheduler_table(deschedule: Oracle, scenari
             assert {e["name"] for e in run["evictions"]} >= set(pinned)
 
 
-@pytest.mark.parametrize("scenario", FOUND_DIRS, ids=[p.name for p in FOUND_DIRS])
+# Counterexamples that are respread planner bugs, not yet fixed (operator/ is not ours to edit).
+KNOWN_BUGS = {
+    "more-evictions-493570f7": (
+        "planner: evicting rs-1-0 alone fixes both violated groups (rs-0's hostname selector "
+        "app=db counts it), but respread plans workload by workload and moves only a "
+        "workload's own pods, so it moves rs-0-0 first and then still needs rs-1-0: 2 evictions"
+        " where 1 suffices"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[p.name]))
+        if p.name in KNOWN_BUGS
+        else p
+        for p in FOUND_DIRS
+    ],
+    ids=[p.name for p in FOUND_DIRS],
+)
 def test_found_counterexamples_are_fixed(deschedule: Oracle, scenario: Path) -> None:
     """Each saved counterexample, replayed: respread must now evict no more than the
     descheduler wherever the descheduler's plan leaves the cluster compliant."""
     case = scenario_case(scenario)
     c = compare(load(case["items"]), deschedule.ask(request(case)), policy_for(case["args"]), NOW)
-    if c.descheduler.residual.compliant:
-        assert len(c.respread.evicted) <= len(c.descheduler.evicted)
+    assert c.descheduler.residual.compliant, "the saved case no longer has a compliant plan"
+    assert len(c.respread.evicted) <= len(c.descheduler.evicted)
 
 
 def test_the_comparison_judges_both_plans_on_a_known_case(deschedule: Oracle) -> None:

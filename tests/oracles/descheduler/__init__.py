@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from respread.analysis import Analysis, Members, analyze, workload_of
-from respread.model import ClusterState, Pod, When
+from respread.model import ClusterState, Pod
 from respread.planner import Plan, _Simulation, plan
 from respread.policy import RebalancePolicy, parse_policy
 from respread.replay import apply_moves
@@ -73,18 +73,17 @@ def policy_for(args: Mapping[str, Any]) -> RebalancePolicy:
 
 
 def judge_policy(policy: RebalancePolicy) -> RebalancePolicy:
-    """The policy residual violations are judged by: the same selection, hard constraints only."""
-    return dataclasses.replace(
-        policy,
-        constraints=dataclasses.replace(
-            policy.constraints, when_unsatisfiable=frozenset({When.DO_NOT_SCHEDULE})
-        ),
-    )
+    """The policy residual violations are judged by: the same selection and the same constraint
+    kinds as the plugin arguments (DoNotSchedule; ScheduleAnyway too where the arguments ask
+    for it, judged by the same Filter rule), so neither tool is blamed for what it was not
+    asked to fix."""
+    return policy
 
 
 @dataclass(frozen=True, slots=True)
 class Residual:
-    """What a plan leaves: DoNotSchedule groups still violated, and their misplaced pods."""
+    """What a plan leaves: groups still violated (of the kinds asked for), their misplaced
+    pods, and replacements left Pending."""
 
     groups: int
     pods: int
