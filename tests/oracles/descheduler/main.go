@@ -8,7 +8,8 @@
 //
 // Input: a cluster manifest, `kind: List` JSON as `kubectl get -o json` writes it (Nodes, Pods,
 // PodDisruptionBudgets, ReplicaSets, Namespaces, ...; kinds client-go does not know are skipped
-// and counted). Plugin arguments are RemovePodsViolatingTopologySpreadConstraintArgs as JSON:
+// and counted, and so is a second object of the same kind, namespace and name). Plugin
+// arguments are RemovePodsViolatingTopologySpreadConstraintArgs as JSON:
 //
 //	{"constraints": ["DoNotSchedule", "ScheduleAnyway"], "topologyBalanceNodeFit": true,
 //	 "namespaces": {"include": [...], "exclude": [...]}, "labelSelector": {...}}
@@ -258,6 +259,7 @@ func decodeList(in io.Reader) ([]runtime.Object, map[string]int, map[string]int,
 	deserializer := scheme.Codecs.UniversalDeserializer()
 	var objs []runtime.Object
 	counts, skipped := map[string]int{}, map[string]int{}
+	seen := map[[3]string]bool{}
 	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -274,8 +276,17 @@ func decodeList(in io.Reader) ([]runtime.Object, map[string]int, map[string]int,
 		}
 		// kube-apiserver gives every object a UID, and the PodEvictor refuses pods without one;
 		// a manifest written by hand may lack them, so supply a stable one.
-		if m, err := meta.Accessor(obj); err == nil && m.GetUID() == "" {
-			m.SetUID(types.UID(fmt.Sprintf("oracle-%s-%s-%s", gvk.Kind, m.GetNamespace(), m.GetName())))
+		if m, err := meta.Accessor(obj); err == nil {
+			// An API server holds one object per kind, namespace and name: keep the first.
+			key := [3]string{gvk.Kind, m.GetNamespace(), m.GetName()}
+			if seen[key] {
+				skipped["duplicate "+gvk.Kind]++
+				continue
+			}
+			seen[key] = true
+			if m.GetUID() == "" {
+				m.SetUID(types.UID(fmt.Sprintf("oracle-%s-%s-%s", gvk.Kind, m.GetNamespace(), m.GetName())))
+			}
 		}
 		counts[gvk.Kind]++
 		objs = append(objs, obj)
