@@ -181,13 +181,22 @@ def collect_members(
                 by_node[node] = [position]
             else:
                 on_node.append(position)
+
+    def order(
+        item: tuple[tuple[WorkloadRef, int], dict[str, list[int]]],
+    ) -> tuple[WorkloadRef, str]:
+        # A workload's profiles (the ReplicaSets of a rollout) in the order of their first pod's
+        # name: deterministic for any listing order (never by the profiles' identities).
+        (workload, _), by_node = item
+        return workload, min(all_pods[i].name for p in by_node.values() for i in p)
+
     members = tuple(
         Members(
             workload,
             profiles[pid],
             {n: tuple(all_pods[i] for i in sorted(p)) for n, p in sorted(by_node.items())},
         )
-        for (workload, pid), by_node in sorted(buckets.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+        for (workload, pid), by_node in sorted(buckets.items(), key=order)
     )
     return members, frozenset(skipped)
 
