@@ -55,10 +55,42 @@ DAY = 24 * HOUR
 OUTAGE_AT = GENERATED_AT - 3 * HOUR
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # what apimachinery's rand.String uses
 
-_TEAMS = ("payments", "search", "identity", "catalog", "billing", "ads", "growth", "data",
-          "platform", "media", "orders", "risk", "notify", "maps", "ml", "support")
-_PARTS = ("api", "worker", "frontend", "gateway", "cache", "consumer", "indexer", "scheduler",
-          "proxy", "backend", "sync", "exporter", "router", "auth", "store", "stream")
+_TEAMS = (
+    "payments",
+    "search",
+    "identity",
+    "catalog",
+    "billing",
+    "ads",
+    "growth",
+    "data",
+    "platform",
+    "media",
+    "orders",
+    "risk",
+    "notify",
+    "maps",
+    "ml",
+    "support",
+)
+_PARTS = (
+    "api",
+    "worker",
+    "frontend",
+    "gateway",
+    "cache",
+    "consumer",
+    "indexer",
+    "scheduler",
+    "proxy",
+    "backend",
+    "sync",
+    "exporter",
+    "router",
+    "auth",
+    "store",
+    "stream",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +143,13 @@ class SimNode:
 
     def fits(self, cpu_m: int, memory_mi: int) -> bool:
         # One pod slot stays free for the DaemonSet pod every node runs.
-        return (not self.lost and not self.cordoned and self.pods < self.kind.max_pods - 1
-                and self.cpu_m + cpu_m <= self.kind.cpu_m
-                and self.memory_mi + memory_mi <= self.kind.memory_mi)
+        return (
+            not self.lost
+            and not self.cordoned
+            and self.pods < self.kind.max_pods - 1
+            and self.cpu_m + cpu_m <= self.kind.cpu_m
+            and self.memory_mi + memory_mi <= self.kind.memory_mi
+        )
 
     def take(self, cpu_m: int, memory_mi: int, sign: int = 1) -> None:
         self.pods += sign
@@ -197,8 +233,9 @@ class Placer:
                 return node
         return None
 
-    def place_anywhere(self, pool: str, first_zone: int, cpu_m: int, memory_mi: int,
-                       avoid: str = "") -> SimNode | None:
+    def place_anywhere(
+        self, pool: str, first_zone: int, cpu_m: int, memory_mi: int, avoid: str = ""
+    ) -> SimNode | None:
         """The first zone from ``first_zone`` on (other than ``avoid``) that has room."""
         for step in range(len(self.zones)):
             zone = self.zones[(first_zone + step) % len(self.zones)]
@@ -260,8 +297,10 @@ class Builder:
         return self.rng.choices(kinds, weights)[0]
 
     def new_node(self, kind: InstanceType, zone: str, created: float) -> SimNode:
-        name = f"ip-10-{self.rng.randrange(256)}-{self.rng.randrange(256)}-{len(self.nodes)}" \
-               f".{REGION}.compute.internal"
+        name = (
+            f"ip-10-{self.rng.randrange(256)}-{self.rng.randrange(256)}-{len(self.nodes)}"
+            f".{REGION}.compute.internal"
+        )
         return SimNode(name, zone, kind, created)
 
     def join_new_nodes(self) -> None:
@@ -304,8 +343,9 @@ class Builder:
         ns_names = [f"{_TEAMS[i % len(_TEAMS)]}-{i:03d}" for i in range(namespaces)]
         has_gpu = any(n.kind.pool == "gpu" for n in self.nodes)
         for i, replicas in enumerate(counts):
-            self.workloads.append(self.new_workload(i, replicas, self.rng.choice(ns_names),
-                                                    has_gpu))
+            self.workloads.append(
+                self.new_workload(i, replicas, self.rng.choice(ns_names), has_gpu)
+            )
 
     def new_workload(self, i: int, replicas: int, namespace: str, has_gpu: bool) -> SimWorkload:
         rng = self.rng
@@ -378,8 +418,14 @@ class Builder:
                 min_domains = len(self.zones)
             elif r < 0.05:
                 min_domains = len(self.zones) + 1  # more zones than exist: globalMin is 0
-        return Spread(key, 1 if rng.random() < 0.75 else 2, hard, min_domains,
-                      match_label_keys, rng.random() < 0.1)
+        return Spread(
+            key,
+            1 if rng.random() < 0.75 else 2,
+            hard,
+            min_domains,
+            match_label_keys,
+            rng.random() < 0.1,
+        )
 
     # ---- placement and history -----------------------------------------------------------
 
@@ -449,9 +495,22 @@ class Builder:
 
     def daemonset(self) -> None:
         """kube-proxy on every node, in kube-system (excluded by the default policy)."""
-        w = SimWorkload("kube-system", "kube-proxy", "DaemonSet", len(self.nodes), (),
-                        "general", 100, 128, GENERATED_AT - 400 * DAY, self.suffix(10), "",
-                        GENERATED_AT - 30 * DAY, high_priority=True, uid=self.uid())
+        w = SimWorkload(
+            "kube-system",
+            "kube-proxy",
+            "DaemonSet",
+            len(self.nodes),
+            (),
+            "general",
+            100,
+            128,
+            GENERATED_AT - 400 * DAY,
+            self.suffix(10),
+            "",
+            GENERATED_AT - 30 * DAY,
+            high_priority=True,
+            uid=self.uid(),
+        )
         self.kube_proxy = w
         for node in self.nodes:
             w.pods.append(SimPod(w, f"kube-proxy-{self.suffix(5)}", node, node.created + 60))
@@ -470,10 +529,12 @@ class Builder:
         with_daemon = s.pods >= 4 * s.nodes
         self.build_workloads(s.pods - (s.nodes if with_daemon else 0))
         placer = Placer(self.nodes, self.zones)
-        picked = self.rng.sample(range(len(self.workloads)),
-                                 round(len(self.workloads) * s.scale_down_fraction))
-        scale_downs = {i: self.rng.randint(1, max(1, self.workloads[i].replicas // 3))
-                       for i in picked}
+        picked = self.rng.sample(
+            range(len(self.workloads)), round(len(self.workloads) * s.scale_down_fraction)
+        )
+        scale_downs = {
+            i: self.rng.randint(1, max(1, self.workloads[i].replicas // 3)) for i in picked
+        }
         self.place_all(placer, scale_downs)
         for i in sorted(scale_downs):
             self.scale_down(self.workloads[i], scale_downs[i])
@@ -537,8 +598,9 @@ class Renderer:
             rs_hash = w.old_hash if old else w.template_hash
             pods = [p for p in w.pods if p.old == old]
             rs_uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{w.uid}/{rs_hash}"))
-            yield _replicaset(w, template, rs_hash, rs_uid, replicas=len(pods),
-                             revision=1 if old else 2)
+            yield _replicaset(
+                w, template, rs_hash, rs_uid, replicas=len(pods), revision=1 if old else 2
+            )
             owner = _owner("apps/v1", "ReplicaSet", f"{w.name}-{rs_hash}", rs_uid)
             labels = _labels(w, rs_hash, None)
             for pod in pods:
@@ -548,15 +610,19 @@ class Renderer:
         template = _template_spec(w)
         template["tolerations"] = [{"operator": "Exists"}]
         template["priorityClassName"] = "system-node-critical"
-        labels = {"k8s-app": "kube-proxy", "controller-revision-hash": w.template_hash,
-                  "pod-template-generation": "1"}
+        labels = {
+            "k8s-app": "kube-proxy",
+            "controller-revision-hash": w.template_hash,
+            "pod-template-generation": "1",
+        }
         yield _daemonset(w, template)
         owner = _owner("apps/v1", "DaemonSet", w.name, w.uid)
         for pod in w.pods:
             yield self.pod(pod, template, labels, owner)
 
-    def pod(self, pod: SimPod, template: Manifest, labels: dict[str, str],
-            owner: list[Manifest]) -> Manifest:
+    def pod(
+        self, pod: SimPod, template: Manifest, labels: dict[str, str], owner: list[Manifest]
+    ) -> Manifest:
         w = pod.workload
         meta: Manifest = {
             "creationTimestamp": timestamp(pod.created),
@@ -570,14 +636,16 @@ class Renderer:
         if w.kind != "StatefulSet":
             meta["generateName"] = pod.name[:-5]
         spec = {**template, "nodeName": pod.node.name} if pod.node is not None else dict(template)
-        spec["priority"] = 2_000_001_000 if w.kind == "DaemonSet" else (
-            1000 if w.high_priority else 0)
+        spec["priority"] = (
+            2_000_001_000 if w.kind == "DaemonSet" else (1000 if w.high_priority else 0)
+        )
         if w.claims:
-            spec["volumes"] = [*template["volumes"], {
-                "name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod.name}"}}]
+            spec["volumes"] = [
+                *template["volumes"],
+                {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod.name}"}},
+            ]
         status = self.pod_status(pod) if pod.node is not None else _pending_status(pod)
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-                "status": status}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
     def pod_status(self, pod: SimPod) -> Manifest:
         assert pod.node is not None
@@ -588,17 +656,27 @@ class Renderer:
         containers = ["app", "istio-proxy"] if pod.workload.sidecar else ["app"]
         return {
             "conditions": [
-                {"lastProbeTime": None, "lastTransitionTime": ready,
-                 "status": "True", "type": kind}
-                for kind in ("PodReadyToStartContainers", "Initialized", "Ready",
-                             "ContainersReady", "PodScheduled")
+                {"lastProbeTime": None, "lastTransitionTime": ready, "status": "True", "type": kind}
+                for kind in (
+                    "PodReadyToStartContainers",
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                )
             ],
             "containerStatuses": [
-                {"containerID": f"containerd://{pod.uid.replace('-', '')}{i}",
-                 "image": f"registry.example.com/{pod.workload.name}:v2",
-                 "imageID": f"registry.example.com/{pod.workload.name}@sha256:{pod.uid}",
-                 "lastState": {}, "name": name, "ready": True, "restartCount": 0,
-                 "started": True, "state": {"running": {"startedAt": started}}}
+                {
+                    "containerID": f"containerd://{pod.uid.replace('-', '')}{i}",
+                    "image": f"registry.example.com/{pod.workload.name}:v2",
+                    "imageID": f"registry.example.com/{pod.workload.name}@sha256:{pod.uid}",
+                    "lastState": {},
+                    "name": name,
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "state": {"running": {"startedAt": started}},
+                }
                 for i, name in enumerate(containers)
             ],
             "hostIP": host_ip,
@@ -613,11 +691,16 @@ class Renderer:
 
 def _pending_status(pod: SimPod) -> Manifest:
     return {
-        "conditions": [{
-            "lastProbeTime": None, "lastTransitionTime": timestamp(pod.created),
-            "message": "0/1 nodes are available: 1 Insufficient cpu.",
-            "reason": "Unschedulable", "status": "False", "type": "PodScheduled",
-        }],
+        "conditions": [
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": timestamp(pod.created),
+                "message": "0/1 nodes are available: 1 Insufficient cpu.",
+                "reason": "Unschedulable",
+                "status": "False",
+                "type": "PodScheduled",
+            }
+        ],
         "phase": "Pending",
         "qosClass": "Burstable",
     }
@@ -630,10 +713,15 @@ def _node_ip(node: SimNode) -> str:
 
 def _namespace(name: str) -> Manifest:
     return {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"creationTimestamp": timestamp(GENERATED_AT - 400 * DAY),
-                     "labels": {"kubernetes.io/metadata.name": name}, "name": name,
-                     "resourceVersion": "1", "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name))},
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "creationTimestamp": timestamp(GENERATED_AT - 400 * DAY),
+            "labels": {"kubernetes.io/metadata.name": name},
+            "name": name,
+            "resourceVersion": "1",
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+        },
         "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
@@ -641,9 +729,14 @@ def _namespace(name: str) -> Manifest:
 
 def _node(n: SimNode) -> Manifest:
     k = n.kind
-    alloc = {"cpu": f"{k.cpu_m}m", "ephemeral-storage": "95551679124",
-             "hugepages-1Gi": "0", "hugepages-2Mi": "0",
-             "memory": f"{k.memory_mi}Mi", "pods": str(k.max_pods)}
+    alloc = {
+        "cpu": f"{k.cpu_m}m",
+        "ephemeral-storage": "95551679124",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "memory": f"{k.memory_mi}Mi",
+        "pods": str(k.max_pods),
+    }
     capacity = {**alloc, "cpu": str(-(-k.cpu_m // 1000)), "ephemeral-storage": "104845292Ki"}
     if k.pool == "gpu":
         alloc["nvidia.com/gpu"] = capacity["nvidia.com/gpu"] = "1"
@@ -651,36 +744,59 @@ def _node(n: SimNode) -> Manifest:
     spec: Manifest = {"providerID": f"aws:///{n.zone}/i-0{zlib.crc32(n.name.encode()):016x}"}
     if n.cordoned:
         spec["unschedulable"] = True
-        taints.append({"effect": "NoSchedule", "key": "node.kubernetes.io/unschedulable",
-                       "timeAdded": timestamp(GENERATED_AT - HOUR)})
+        taints.append(
+            {
+                "effect": "NoSchedule",
+                "key": "node.kubernetes.io/unschedulable",
+                "timeAdded": timestamp(GENERATED_AT - HOUR),
+            }
+        )
     if taints:
         spec["taints"] = taints
     since = timestamp(n.created + 30)
     ip = _node_ip(n)
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0",
-                            "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
             "creationTimestamp": timestamp(n.created),
             "labels": {
-                "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/instance-type": k.name,
-                "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                HOSTNAME_KEY: n.name, "kubernetes.io/os": "linux", INSTANCE_KEY: k.name,
-                POOL_KEY: k.pool, "topology.kubernetes.io/region": REGION, ZONE_KEY: n.zone,
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/instance-type": k.name,
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                HOSTNAME_KEY: n.name,
+                "kubernetes.io/os": "linux",
+                INSTANCE_KEY: k.name,
+                POOL_KEY: k.pool,
+                "topology.kubernetes.io/region": REGION,
+                ZONE_KEY: n.zone,
             },
-            "name": n.name, "resourceVersion": "1000", "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS,
-                                                                            n.name)),
+            "name": n.name,
+            "resourceVersion": "1000",
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, n.name)),
         },
         "spec": spec,
         "status": {
-            "addresses": [{"address": ip, "type": "InternalIP"},
-                          {"address": n.name, "type": "Hostname"}],
+            "addresses": [
+                {"address": ip, "type": "InternalIP"},
+                {"address": n.name, "type": "Hostname"},
+            ],
             "allocatable": alloc,
             "capacity": capacity,
             "conditions": [
-                {"lastHeartbeatTime": timestamp(GENERATED_AT - 30), "lastTransitionTime": since,
-                 "message": msg, "reason": reason, "status": status, "type": kind}
+                {
+                    "lastHeartbeatTime": timestamp(GENERATED_AT - 30),
+                    "lastTransitionTime": since,
+                    "message": msg,
+                    "reason": reason,
+                    "status": status,
+                    "type": kind,
+                }
                 for kind, status, reason, msg in (
                     ("MemoryPressure", "False", "KubeletHasSufficientMemory", "ok"),
                     ("DiskPressure", "False", "KubeletHasNoDiskPressure", "ok"),
@@ -688,22 +804,38 @@ def _node(n: SimNode) -> Manifest:
                     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
                 )
             ],
-            "nodeInfo": {"architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.22",
-                         "kernelVersion": "6.1.112", "kubeProxyVersion": "v1.34.4",
-                         "kubeletVersion": "v1.34.4", "operatingSystem": "linux",
-                         "osImage": "Amazon Linux 2023"},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "containerRuntimeVersion": "containerd://1.7.22",
+                "kernelVersion": "6.1.112",
+                "kubeProxyVersion": "v1.34.4",
+                "kubeletVersion": "v1.34.4",
+                "operatingSystem": "linux",
+                "osImage": "Amazon Linux 2023",
+            },
         },
     }
 
 
 def _owner(api_version: str, kind: str, name: str, uid: str) -> list[Manifest]:
-    return [{"apiVersion": api_version, "blockOwnerDeletion": True, "controller": True,
-             "kind": kind, "name": name, "uid": uid}]
+    return [
+        {
+            "apiVersion": api_version,
+            "blockOwnerDeletion": True,
+            "controller": True,
+            "kind": kind,
+            "name": name,
+            "uid": uid,
+        }
+    ]
 
 
 def _labels(w: SimWorkload, rs_hash: str | None, sts_pod: str | None) -> dict[str, str]:
-    labels = {"app": w.name, "app.kubernetes.io/name": w.name,
-              "app.kubernetes.io/part-of": w.namespace}
+    labels = {
+        "app": w.name,
+        "app.kubernetes.io/name": w.name,
+        "app.kubernetes.io/part-of": w.namespace,
+    }
     if rs_hash is not None:
         labels["pod-template-hash"] = rs_hash
     if sts_pod is not None:
@@ -715,10 +847,15 @@ def _labels(w: SimWorkload, rs_hash: str | None, sts_pod: str | None) -> dict[st
 def _constraint(w: SimWorkload, c: Spread) -> Manifest:
     selector: Manifest = (
         {"matchExpressions": [{"key": "app", "operator": "In", "values": [w.name]}]}
-        if c.expressions else {"matchLabels": {"app": w.name}}
+        if c.expressions
+        else {"matchLabels": {"app": w.name}}
     )
-    out: Manifest = {"labelSelector": selector, "maxSkew": c.max_skew, "topologyKey": c.key,
-                     "whenUnsatisfiable": "DoNotSchedule" if c.hard else "ScheduleAnyway"}
+    out: Manifest = {
+        "labelSelector": selector,
+        "maxSkew": c.max_skew,
+        "topologyKey": c.key,
+        "whenUnsatisfiable": "DoNotSchedule" if c.hard else "ScheduleAnyway",
+    }
     if c.min_domains is not None:
         out["minDomains"] = c.min_domains
     if c.match_label_keys:
@@ -728,33 +865,65 @@ def _constraint(w: SimWorkload, c: Spread) -> Manifest:
 
 def _container(name: str, image: str, cpu_m: int, memory_mi: int) -> Manifest:
     return {
-        "image": image, "imagePullPolicy": "IfNotPresent", "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "name": name,
         "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-        "resources": {"limits": {"memory": f"{memory_mi * 2}Mi"},
-                      "requests": {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"}},
+        "resources": {
+            "limits": {"memory": f"{memory_mi * 2}Mi"},
+            "requests": {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"},
+        },
         "terminationMessagePath": "/dev/termination-log",
         "terminationMessagePolicy": "File",
-        "volumeMounts": [{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                          "name": "kube-api-access", "readOnly": True}],
+        "volumeMounts": [
+            {
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "name": "kube-api-access",
+                "readOnly": True,
+            }
+        ],
     }
 
 
 _API_ACCESS_VOLUME: Manifest = {
     "name": "kube-api-access",
-    "projected": {"defaultMode": 420, "sources": [
-        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-        {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}},
-        {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1",
-                                                 "fieldPath": "metadata.namespace"},
-                                    "path": "namespace"}]}},
-    ]},
+    "projected": {
+        "defaultMode": 420,
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {
+                "configMap": {
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    "name": "kube-root-ca.crt",
+                }
+            },
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                            "path": "namespace",
+                        }
+                    ]
+                }
+            },
+        ],
+    },
 }
 
 _DEFAULT_TOLERATIONS = [
-    {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists",
-     "tolerationSeconds": 300},
-    {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists",
-     "tolerationSeconds": 300},
+    {
+        "effect": "NoExecute",
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "tolerationSeconds": 300,
+    },
+    {
+        "effect": "NoExecute",
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "tolerationSeconds": 300,
+    },
 ]
 
 
@@ -787,13 +956,24 @@ def _template_spec(w: SimWorkload) -> Manifest:
     if w.pool == "gpu":
         spec["nodeSelector"] = {POOL_KEY: "gpu"}
     elif w.pool == "large":
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": INSTANCE_KEY, "operator": "In", "values": ["m5.4xlarge"]}]}]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": INSTANCE_KEY, "operator": "In", "values": ["m5.4xlarge"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
     if w.tolerates_gpu:
-        spec["tolerations"] = [*spec["tolerations"],
-                               {"effect": "NoSchedule", "key": "nvidia.com/gpu",
-                                "operator": "Exists"}]
+        spec["tolerations"] = [
+            *spec["tolerations"],
+            {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"},
+        ]
     if w.high_priority:
         spec["priorityClassName"] = "high-priority"
     return spec
@@ -804,11 +984,24 @@ def _template(w: SimWorkload, spec: Manifest, labels: dict[str, str]) -> Manifes
     return {"metadata": {"labels": labels}, "spec": pod_spec}
 
 
-def _object_meta(w: SimWorkload, name: str, uid: str, labels: dict[str, str], *,
-                 created: float, generation: int = 1) -> Manifest:
-    return {"creationTimestamp": timestamp(created), "generation": generation,
-            "labels": labels, "name": name, "namespace": w.namespace,
-            "resourceVersion": str(5_000_000 + generation), "uid": uid}
+def _object_meta(
+    w: SimWorkload,
+    name: str,
+    uid: str,
+    labels: dict[str, str],
+    *,
+    created: float,
+    generation: int = 1,
+) -> Manifest:
+    return {
+        "creationTimestamp": timestamp(created),
+        "generation": generation,
+        "labels": labels,
+        "name": name,
+        "namespace": w.namespace,
+        "resourceVersion": str(5_000_000 + generation),
+        "uid": uid,
+    }
 
 
 def _deployment(w: SimWorkload, spec: Manifest) -> Manifest:
@@ -818,74 +1011,124 @@ def _deployment(w: SimWorkload, spec: Manifest) -> Manifest:
     meta["annotations"] = {"deployment.kubernetes.io/revision": "2"}
     n = len(w.pods)
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
-        "spec": {"progressDeadlineSeconds": 600, "replicas": w.replicas,
-                 "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": w.name}},
-                 "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
-                              "type": "RollingUpdate"},
-                 "template": _template(w, spec, pod_labels)},
-        "status": {"availableReplicas": n, "observedGeneration": 2, "readyReplicas": n,
-                   "replicas": n, "updatedReplicas": sum(1 for p in w.pods if not p.old)},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "progressDeadlineSeconds": 600,
+            "replicas": w.replicas,
+            "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": {"app": w.name}},
+            "strategy": {
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+                "type": "RollingUpdate",
+            },
+            "template": _template(w, spec, pod_labels),
+        },
+        "status": {
+            "availableReplicas": n,
+            "observedGeneration": 2,
+            "readyReplicas": n,
+            "replicas": n,
+            "updatedReplicas": sum(1 for p in w.pods if not p.old),
+        },
     }
 
 
-def _replicaset(w: SimWorkload, spec: Manifest, rs_hash: str, uid: str, *, replicas: int,
-                revision: int) -> Manifest:
+def _replicaset(
+    w: SimWorkload, spec: Manifest, rs_hash: str, uid: str, *, replicas: int, revision: int
+) -> Manifest:
     labels = _labels(w, rs_hash, None)
     created = w.rolled_at if revision == 2 else w.created
     meta = _object_meta(w, f"{w.name}-{rs_hash}", uid, labels, created=created)
-    meta["annotations"] = {"deployment.kubernetes.io/desired-replicas": str(w.replicas),
-                           "deployment.kubernetes.io/max-replicas": str(w.replicas + 1),
-                           "deployment.kubernetes.io/revision": str(revision)}
+    meta["annotations"] = {
+        "deployment.kubernetes.io/desired-replicas": str(w.replicas),
+        "deployment.kubernetes.io/max-replicas": str(w.replicas + 1),
+        "deployment.kubernetes.io/revision": str(revision),
+    }
     meta["ownerReferences"] = _owner("apps/v1", "Deployment", w.name, w.uid)
     return {
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta,
-        "spec": {"replicas": replicas,
-                 "selector": {"matchLabels": {"app": w.name, "pod-template-hash": rs_hash}},
-                 "template": _template(w, spec, labels)},
-        "status": {"availableReplicas": replicas, "fullyLabeledReplicas": replicas,
-                   "observedGeneration": 1, "readyReplicas": replicas, "replicas": replicas},
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": w.name, "pod-template-hash": rs_hash}},
+            "template": _template(w, spec, labels),
+        },
+        "status": {
+            "availableReplicas": replicas,
+            "fullyLabeledReplicas": replicas,
+            "observedGeneration": 1,
+            "readyReplicas": replicas,
+            "replicas": replicas,
+        },
     }
 
 
 def _statefulset(w: SimWorkload, spec: Manifest) -> Manifest:
     labels = {"app": w.name}
     body: Manifest = {
-        "podManagementPolicy": "OrderedReady", "replicas": w.replicas,
-        "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": w.name}},
-        "serviceName": w.name, "template": _template(w, spec, _labels(w, None, None)),
+        "podManagementPolicy": "OrderedReady",
+        "replicas": w.replicas,
+        "revisionHistoryLimit": 10,
+        "selector": {"matchLabels": {"app": w.name}},
+        "serviceName": w.name,
+        "template": _template(w, spec, _labels(w, None, None)),
         "updateStrategy": {"rollingUpdate": {"partition": 0}, "type": "RollingUpdate"},
     }
     if w.claims:
-        body["volumeClaimTemplates"] = [{
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "10Gi"}}, "volumeMode": "Filesystem"},
-        }]
+        body["volumeClaimTemplates"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "10Gi"}},
+                    "volumeMode": "Filesystem",
+                },
+            }
+        ]
     n = len(w.pods)
     return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": _object_meta(w, w.name, w.uid, labels, created=w.created),
         "spec": body,
-        "status": {"availableReplicas": n, "currentReplicas": n, "observedGeneration": 1,
-                   "readyReplicas": n, "replicas": n, "updatedReplicas": n,
-                   "currentRevision": f"{w.name}-{w.template_hash}",
-                   "updateRevision": f"{w.name}-{w.template_hash}"},
+        "status": {
+            "availableReplicas": n,
+            "currentReplicas": n,
+            "observedGeneration": 1,
+            "readyReplicas": n,
+            "replicas": n,
+            "updatedReplicas": n,
+            "currentRevision": f"{w.name}-{w.template_hash}",
+            "updateRevision": f"{w.name}-{w.template_hash}",
+        },
     }
 
 
 def _daemonset(w: SimWorkload, spec: Manifest) -> Manifest:
     n = len(w.pods)
     return {
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
         "metadata": _object_meta(w, w.name, w.uid, {"k8s-app": w.name}, created=w.created),
-        "spec": {"selector": {"matchLabels": {"k8s-app": w.name}},
-                 "template": _template(w, spec, {"k8s-app": w.name}),
-                 "updateStrategy": {"rollingUpdate": {"maxUnavailable": 1},
-                                    "type": "RollingUpdate"}},
-        "status": {"currentNumberScheduled": n, "desiredNumberScheduled": n,
-                   "numberAvailable": n, "numberMisscheduled": 0, "numberReady": n,
-                   "observedGeneration": 1, "updatedNumberScheduled": n},
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": w.name}},
+            "template": _template(w, spec, {"k8s-app": w.name}),
+            "updateStrategy": {"rollingUpdate": {"maxUnavailable": 1}, "type": "RollingUpdate"},
+        },
+        "status": {
+            "currentNumberScheduled": n,
+            "desiredNumberScheduled": n,
+            "numberAvailable": n,
+            "numberMisscheduled": 0,
+            "numberReady": n,
+            "observedGeneration": 1,
+            "updatedNumberScheduled": n,
+        },
     }
 
 
@@ -902,18 +1145,32 @@ def _budget(w: SimWorkload) -> Manifest:
         desired = -(-w.replicas // 2)
     generation = 2 if w.stale_budget else 1
     return {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": _object_meta(w, w.name, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{w.uid}/pdb")),
-                                 {"app": w.name}, created=w.created, generation=generation),
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _object_meta(
+            w,
+            w.name,
+            str(uuid.uuid5(uuid.NAMESPACE_URL, f"{w.uid}/pdb")),
+            {"app": w.name},
+            created=w.created,
+            generation=generation,
+        ),
         "spec": {**rule, "selector": {"matchLabels": {"app": w.name}}},
         "status": {
-            "conditions": [{"lastTransitionTime": timestamp(w.created), "message": "",
-                            "observedGeneration": 1,
-                            "reason": "SufficientPods" if healthy > desired else "InsufficientPods",
-                            "status": "True" if healthy > desired else "False",
-                            "type": "DisruptionAllowed"}],
-            "currentHealthy": healthy, "desiredHealthy": desired,
-            "disruptionsAllowed": max(0, healthy - desired), "expectedPods": w.replicas,
+            "conditions": [
+                {
+                    "lastTransitionTime": timestamp(w.created),
+                    "message": "",
+                    "observedGeneration": 1,
+                    "reason": "SufficientPods" if healthy > desired else "InsufficientPods",
+                    "status": "True" if healthy > desired else "False",
+                    "type": "DisruptionAllowed",
+                }
+            ],
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "disruptionsAllowed": max(0, healthy - desired),
+            "expectedPods": w.replicas,
             "observedGeneration": 1,
         },
     }
@@ -922,13 +1179,25 @@ def _budget(w: SimWorkload) -> Manifest:
 def _service(w: SimWorkload) -> Manifest:
     ip = zlib.crc32(w.uid.encode()) % 65_000
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": _object_meta(w, w.name, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{w.uid}/svc")),
-                                 {"app": w.name}, created=w.created),
-        "spec": {"clusterIP": f"172.20.{ip // 256}.{ip % 256}", "internalTrafficPolicy": "Cluster",
-                 "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
-                 "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}],
-                 "selector": {"app": w.name}, "sessionAffinity": "None", "type": "ClusterIP"},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _object_meta(
+            w,
+            w.name,
+            str(uuid.uuid5(uuid.NAMESPACE_URL, f"{w.uid}/svc")),
+            {"app": w.name},
+            created=w.created,
+        ),
+        "spec": {
+            "clusterIP": f"172.20.{ip // 256}.{ip % 256}",
+            "internalTrafficPolicy": "Cluster",
+            "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}],
+            "selector": {"app": w.name},
+            "sessionAffinity": "None",
+            "type": "ClusterIP",
+        },
         "status": {"loadBalancer": {}},
     }
 
@@ -950,8 +1219,15 @@ def generate_from(settings: Settings) -> list[Manifest]:
 
 def to_json(manifests: list[Manifest]) -> str:
     """``kubectl get -o json`` of several kinds: one ``kind: List``."""
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests,
-                       "metadata": {"resourceVersion": ""}}, indent=4)
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": manifests,
+            "metadata": {"resourceVersion": ""},
+        },
+        indent=4,
+    )
 
 
 def to_yaml(manifests: list[Manifest]) -> str:
@@ -972,8 +1248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=15_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--zones", type=int, default=3)
-    parser.add_argument("-o", "--output", type=Path, required=True,
-                        help="where to write: .json gives a kind: List, else multi-document YAML")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="where to write: .json gives a kind: List, else multi-document YAML",
+    )
     args = parser.parse_args(argv)
     manifests = generate(args.nodes, args.pods, args.seed, args.zones)
     write(manifests, args.output)

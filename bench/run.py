@@ -54,8 +54,7 @@ TARGET_BYTES_PER_POD = 1024
 UNCAPPED = dataclasses.replace(
     DEFAULT_POLICY,
     name="uncapped",
-    eviction=dataclasses.replace(DEFAULT_POLICY.eviction, max_per_run=None,
-                                 max_per_workload=None),
+    eviction=dataclasses.replace(DEFAULT_POLICY.eviction, max_per_run=None, max_per_workload=None),
 )
 POLICIES = {"default": DEFAULT_POLICY, "uncapped": UNCAPPED}
 
@@ -92,12 +91,16 @@ class Measure:
         return statistics.median(self.seconds)
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "median_s": round(self.median, 4),
-                "runs_s": [round(s, 4) for s in self.seconds],
-                "peak_mib": round(self.peak_bytes / MIB, 1),
-                "retained_mib": round(self.retained_bytes / MIB, 1),
-                "parts_median_s": {k: round(v, 4) for k, v in self.parts.items()},
-                "counts": self.counts, "note": self.note}
+        return {
+            "name": self.name,
+            "median_s": round(self.median, 4),
+            "runs_s": [round(s, 4) for s in self.seconds],
+            "peak_mib": round(self.peak_bytes / MIB, 1),
+            "retained_mib": round(self.retained_bytes / MIB, 1),
+            "parts_median_s": {k: round(v, 4) for k, v in self.parts.items()},
+            "counts": self.counts,
+            "note": self.note,
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,10 +164,14 @@ def state_counts(state: ClusterState) -> dict[str, int]:
     kinds: dict[str, int] = {}
     for w in state.workloads:
         kinds[w.kind] = kinds.get(w.kind, 0) + 1
-    return {"nodes": len(state.nodes), "pods": len(state.pods),
-            "controllers": sum(n for k, n in kinds.items() if k != "ReplicaSet"),
-            "replicasets": kinds.get("ReplicaSet", 0), "budgets": len(state.budgets),
-            "services": len(state.services)}
+    return {
+        "nodes": len(state.nodes),
+        "pods": len(state.pods),
+        "controllers": sum(n for k, n in kinds.items() if k != "ReplicaSet"),
+        "replicasets": kinds.get("ReplicaSet", 0),
+        "budgets": len(state.budgets),
+        "services": len(state.services),
+    }
 
 
 def run_pipeline(state: ClusterState, policy: RebalancePolicy) -> tuple[Analysis, Plan, float]:
@@ -175,8 +182,9 @@ def run_pipeline(state: ClusterState, policy: RebalancePolicy) -> tuple[Analysis
     return analysis, result, middle - start
 
 
-def measure_pipeline(state: ClusterState, name: str, policy: RebalancePolicy,
-                     repeats: int) -> Measure:
+def measure_pipeline(
+    state: ClusterState, name: str, policy: RebalancePolicy, repeats: int
+) -> Measure:
     totals, analyses, plans = [], [], []
     outcome: tuple[Analysis, Plan, float] | None = None
     for _ in range(repeats):
@@ -189,8 +197,11 @@ def measure_pipeline(state: ClusterState, name: str, policy: RebalancePolicy,
         plans.append(total - outcome[2])
     assert outcome is not None
     analysis, result, _ = outcome
-    m = Measure(f"analyze+plan, {name} policy", totals,
-                parts={"analyze": statistics.median(analyses), "plan": statistics.median(plans)})
+    m = Measure(
+        f"analyze+plan, {name} policy",
+        totals,
+        parts={"analyze": statistics.median(analyses), "plan": statistics.median(plans)},
+    )
     m.counts = pipeline_counts(analysis, result)
     del outcome, analysis, result
     _, m.peak_bytes, _ = traced(lambda: run_pipeline(state, policy))
@@ -251,8 +262,9 @@ def machine() -> dict[str, Any]:
 
 def go_build_running() -> bool:
     try:
-        found = subprocess.run(["pgrep", "-f", "go build|compile"], capture_output=True,
-                               text=True, check=False)
+        found = subprocess.run(
+            ["pgrep", "-f", "go build|compile"], capture_output=True, text=True, check=False
+        )
     except FileNotFoundError:
         return False
     return bool(found.stdout.strip())
@@ -260,8 +272,9 @@ def go_build_running() -> bool:
 
 def _git(*args: str) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=BENCH.parent, capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            ["git", *args], cwd=BENCH.parent, capture_output=True, text=True, check=False
+        )
     except FileNotFoundError:
         return ""
     return done.stdout.strip()
@@ -275,8 +288,10 @@ def print_table(size: Size, measures: list[Measure], bytes_per_pod: float) -> No
     print(f"\n== {size.label} nodes/pods " + "=" * 60)
     print(f"{'phase':40s} {'median':>9s} {'min':>9s} {'max':>9s} {'peak MiB':>9s}  runs")
     for m in measures:
-        print(f"{m.name:40s} {m.median:8.3f}s {min(m.seconds):8.3f}s {max(m.seconds):8.3f}s "
-              f"{m.peak_bytes / MIB:9.1f}  {len(m.seconds)}")
+        print(
+            f"{m.name:40s} {m.median:8.3f}s {min(m.seconds):8.3f}s {max(m.seconds):8.3f}s "
+            f"{m.peak_bytes / MIB:9.1f}  {len(m.seconds)}"
+        )
         if m.parts:
             parts = ", ".join(f"{k} {v:.3f}s" for k, v in m.parts.items())
             print(f"{'':40s} ({parts})")
@@ -287,8 +302,10 @@ def print_table(size: Size, measures: list[Measure], bytes_per_pod: float) -> No
         counts = ", ".join(f"{k} {v}" for k, v in loads[0].counts.items())
         print(f"state: {counts}")
     flag = "ok" if bytes_per_pod < TARGET_BYTES_PER_POD else "over target"
-    print(f"resident ClusterState: {bytes_per_pod:,.0f} bytes/pod "
-          f"(target < {TARGET_BYTES_PER_POD}: {flag})")
+    print(
+        f"resident ClusterState: {bytes_per_pod:,.0f} bytes/pod "
+        f"(target < {TARGET_BYTES_PER_POD}: {flag})"
+    )
     for m in measures:
         if m.name.startswith("analyze") and size.pods >= 150_000:
             flag = "ok" if m.median < TARGET_SECONDS else "over target"
@@ -319,24 +336,42 @@ def bench_size(size: Size, args: argparse.Namespace) -> dict[str, Any]:
         measures.extend(measure_without_gc(state, paths["json"], repeats))
     bytes_per_pod = retained / max(1, len(state.pods))
     print_table(size, measures, bytes_per_pod)
-    return {"nodes": size.nodes, "pods": size.pods, "seed": args.seed, "repeats": repeats,
-            "bytes_per_pod": round(bytes_per_pod), "measures": [m.as_json() for m in measures]}
+    return {
+        "nodes": size.nodes,
+        "pods": size.pods,
+        "seed": args.seed,
+        "repeats": repeats,
+        "bytes_per_pod": round(bytes_per_pod),
+        "measures": [m.as_json() for m in measures],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="500:15000,5000:150000",
-                        help="comma-separated NODES:PODS (default %(default)s)")
+    parser.add_argument(
+        "--sizes",
+        default="500:15000,5000:150000",
+        help="comma-separated NODES:PODS (default %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--formats", default="json,yaml",
-                        help="json and/or yaml; the first one feeds the analysis")
+    parser.add_argument(
+        "--formats", default="json,yaml", help="json and/or yaml; the first one feeds the analysis"
+    )
     parser.add_argument("--policies", default="default,uncapped")
     parser.add_argument("--repeats-small", type=int, default=5)
     parser.add_argument("--repeats-large", type=int, default=3, help="from 100,000 pods on")
-    parser.add_argument("--yaml-repeats-large", type=int, default=1,
-                        help="YAML loading of a large cluster takes minutes")
-    parser.add_argument("--no-gc-off", dest="gc_off", action="store_false",
-                        help="skip the extra JSON load and default-policy run with gc off")
+    parser.add_argument(
+        "--yaml-repeats-large",
+        type=int,
+        default=1,
+        help="YAML loading of a large cluster takes minutes",
+    )
+    parser.add_argument(
+        "--no-gc-off",
+        dest="gc_off",
+        action="store_false",
+        help="skip the extra JSON load and default-policy run with gc off",
+    )
     parser.add_argument("--out", type=Path, default=BENCH / "out")
     args = parser.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
