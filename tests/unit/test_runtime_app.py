@@ -308,3 +308,18 @@ def test_a_policy_whose_status_cannot_be_written_for_404_is_no_longer_scanned(
     asyncio.run(app.scan("p"))
     assert "p" not in app.policies
     assert "p" not in app.memories
+
+
+def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with scan_module.gc_paused():
+        assert not gc.isenabled()
+        with scan_module.gc_paused():  # a second policy's scan at the same time
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), scan_module.gc_paused():
+        raise RuntimeError("a failed scan")
+    assert gc.isenabled()

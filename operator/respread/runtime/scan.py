@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -73,10 +76,44 @@ def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRe
     return out
 
 
+class _Pausers:
+    lock = threading.Lock()
+    count = 0
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector paused while a scan computes.
+
+    Analysis allocates hundreds of thousands of objects on a large cluster, which triggers full
+    collections that walk every cached record again: at 150,000 pods they cost as much as the
+    analysis itself (bench/README.md). The records are acyclic and freed by reference counting;
+    collection resumes when the last concurrent scan finishes.
+    """
+    with _Pausers.lock:
+        _Pausers.count += 1
+        if _Pausers.count == 1:
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _Pausers.lock:
+            _Pausers.count -= 1
+            if _Pausers.count == 0:
+                gc.enable()
+
+
 def compute(
     state: ClusterState, policy: RebalancePolicy, memory: PolicyMemory, now: float
 ) -> Computed:
     """The pure part of a scan (run in a worker thread: it is CPU-bound)."""
+    with gc_paused():
+        return _compute(state, policy, memory, now)
+
+
+def _compute(
+    state: ClusterState, policy: RebalancePolicy, memory: PolicyMemory, now: float
+) -> Computed:
     analysis = analyze(state, policy)
     memory.review(analysis, now, policy.eviction.cooldown)
     held = (
