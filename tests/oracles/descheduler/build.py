@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,8 @@ from ..scheduler.build import (
     Log,
     OracleBuildError,
     _Builder,
-    _locked,
     _stderr_log,
+    build_cached,
     cache_root,
     find_go,
 )
@@ -163,6 +162,24 @@ class _DeschedulerBuilder(_Builder):
         )
 
 
+def _self_check(binary: Path) -> str | None:
+    """An empty cluster must answer with one run and no eviction."""
+    probe = subprocess.run(
+        [str(binary), "-serve"],
+        input=EMPTY_LIST,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        runs = json.loads(probe.stdout)["runs"]
+    except (ValueError, KeyError, TypeError):
+        runs = None
+    if probe.returncode != 0 or runs is None or runs[0]["evictions"] != []:
+        return probe.stdout + probe.stderr
+    return None
+
+
 def ensure_built(log: Log = _stderr_log) -> Path:
     """Return the oracle binary for the current main.go, building it first on a cache miss."""
     version = descheduler_version()
@@ -173,51 +190,8 @@ def ensure_built(log: Log = _stderr_log) -> Path:
         go = find_go()
     except OracleBuildError as err:
         raise OracleBuildError(str(err).replace("scheduler oracle", "descheduler oracle")) from None
-    root = cache_root()
-    with _locked(root):
-        if target.is_file():  # another process built it while we waited
-            return target
-        builder = _DeschedulerBuilder(go, version, log)
-        gov = subprocess.run([go, "version"], capture_output=True, text=True, check=False)
-        if gov.returncode != 0:
-            raise OracleBuildError(f"'{go} version' failed; is it a working Go?")
-        builder.say(f"cache miss: building {target} with {gov.stdout.strip()}")
-        work = Path(tempfile.mkdtemp(prefix=".build-descheduler-", dir=root))
-        ok = False
-        try:
-            staged = work / BINARY_NAME
-            builder.build(work, staged)
-            # Self-check: an empty cluster must answer with one run and no eviction.
-            probe = subprocess.run(
-                [str(staged), "-serve"],
-                input=EMPTY_LIST,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            try:
-                runs = json.loads(probe.stdout)["runs"]
-            except (ValueError, KeyError, TypeError):
-                runs = None
-            if probe.returncode != 0 or runs is None or runs[0]["evictions"] != []:
-                raise OracleBuildError(
-                    f"the built oracle fails its self-check: {probe.stdout}{probe.stderr}"
-                )
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, target)  # publish atomically
-            ok = True
-            builder.say(f"built in {time.monotonic() - builder.start:.0f}s: {target}")
-        finally:
-            if ok:
-                shutil.rmtree(work, ignore_errors=True)
-            else:  # keep the log for the post-mortem
-                for child in work.iterdir():
-                    if child.name != "build.log":
-                        if child.is_dir():
-                            shutil.rmtree(child, ignore_errors=True)
-                        else:
-                            child.unlink(missing_ok=True)
-    return target
+    builder = _DeschedulerBuilder(go, version, log)
+    return build_cached("descheduler", target, builder, _self_check)
 
 
 def main() -> None:

@@ -237,6 +237,62 @@ def _locked(root: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def build_cached(
+    name: str,
+    target: Path,
+    builder: _Builder,
+    self_check: Callable[[Path], str | None],
+) -> Path:
+    """Build ``target`` under the cache lock unless another process already has, check the
+    staged binary (``self_check`` says what is wrong with it, or None), and publish it
+    atomically. A failed build's work directory keeps only its build.log, for the post-mortem."""
+    root = cache_root()
+    with _locked(root):
+        if target.is_file():  # another process built it while we waited
+            return target
+        gov = subprocess.run([builder.go, "version"], capture_output=True, text=True, check=False)
+        if gov.returncode != 0:
+            raise OracleBuildError(f"'{builder.go} version' failed; is it a working Go toolchain?")
+        builder.say(f"cache miss: building {target} with {gov.stdout.strip()}")
+        work = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=root))
+        ok = False
+        try:
+            staged = work / target.name
+            builder.build(work, staged)
+            problem = self_check(staged)
+            if problem is not None:
+                raise OracleBuildError(f"the built oracle fails its self-check: {problem}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)  # publish atomically
+            ok = True
+            builder.say(f"built in {time.monotonic() - builder.start:.0f}s: {target}")
+        finally:
+            if ok:
+                shutil.rmtree(work, ignore_errors=True)
+            else:
+                for child in work.iterdir():
+                    if child.name != "build.log":
+                        if child.is_dir():
+                            shutil.rmtree(child, ignore_errors=True)
+                        else:
+                            child.unlink(missing_ok=True)
+    return target
+
+
+def _self_check(binary: Path) -> str | None:
+    """An empty cluster must answer with an empty node map."""
+    probe = subprocess.run(
+        [str(binary)],
+        input='{"nodes": [], "pods": [], "pod": {}}',
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0 or json.loads(probe.stdout).get("nodes") != {}:
+        return probe.stdout + probe.stderr
+    return None
+
+
 def ensure_built(log: Log = _stderr_log) -> Path:
     """Return the oracle binary for the current main.go, building it first on a cache miss."""
     version = k8s_version()
@@ -245,47 +301,7 @@ def ensure_built(log: Log = _stderr_log) -> Path:
         return target
     go = find_go()
     staging_version(version)  # validate before any work
-    root = cache_root()
-    with _locked(root):
-        if target.is_file():  # another process built it while we waited
-            return target
-        builder = _Builder(go, version, log)
-        gov = subprocess.run([go, "version"], capture_output=True, text=True, check=False)
-        if gov.returncode != 0:
-            raise OracleBuildError(f"'{go} version' failed; is it a working Go >= 1.24?")
-        builder.say(f"cache miss: building {target} with {gov.stdout.strip()}")
-        work = Path(tempfile.mkdtemp(prefix=".build-scheduler-", dir=root))
-        ok = False
-        try:
-            staged = work / BINARY_NAME
-            builder.build(work, staged)
-            # Self-check: an empty cluster must answer with an empty node map.
-            probe = subprocess.run(
-                [str(staged)],
-                input='{"nodes": [], "pods": [], "pod": {}}',
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if probe.returncode != 0 or json.loads(probe.stdout).get("nodes") != {}:
-                raise OracleBuildError(
-                    f"the built oracle fails its self-check: {probe.stdout}{probe.stderr}"
-                )
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, target)  # publish atomically
-            ok = True
-            builder.say(f"built in {time.monotonic() - builder.start:.0f}s: {target}")
-        finally:
-            if ok:
-                shutil.rmtree(work, ignore_errors=True)
-            else:  # keep the log for the post-mortem
-                for child in work.iterdir():
-                    if child.name != "build.log":
-                        if child.is_dir():
-                            shutil.rmtree(child, ignore_errors=True)
-                        else:
-                            child.unlink(missing_ok=True)
-    return target
+    return build_cached("scheduler", target, _Builder(go, version, log), _self_check)
 
 
 def main() -> None:
