@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -256,3 +257,27 @@ def pods_per_zone(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -
 def skew(counts: Mapping[str, int]) -> int:
     """The topology spread skew: max minus min over all eligible domains."""
     return max(counts.values()) - min(counts.values())
+
+
+# ---- RebalancePolicy status -------------------------------------------------------------------
+
+POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+
+
+def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
+    """A RebalancePolicy's status ({} before its first scan)."""
+    obj: dict[str, Any] = custom.get_cluster_custom_object(
+        POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL, name
+    )
+    return obj.get("status") or {}
+
+
+def parse_time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def scanned_after(custom: client.CustomObjectsApi, name: str, t: float) -> dict[str, Any] | None:
+    """The status, once a scan that started after wall-clock time `t` has written it."""
+    st = status_of(custom, name)
+    last = st.get("lastScanTime")
+    return st if last and parse_time(last) > t else None  # whole seconds: strictly later

@@ -17,6 +17,7 @@ from kube_harness import AuditLog, ControlPlane, free_port
 from kube_helpers import (
     FakeNodes,
     list_pods,
+    parse_time,
     pod_is_ready,
     pods_per_zone,
     skew,
@@ -39,12 +40,6 @@ ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
 LEASE_DURATION = 6.0
-
-
-def parse_time(text: str) -> float:
-    import datetime
-
-    return datetime.datetime.fromisoformat(text).timestamp()
 
 
 def holder(coordination: client.CoordinationV1Api) -> str:

@@ -17,6 +17,7 @@ from kube_helpers import (
     pods_per_zone,
     skew,
     spread_deployment,
+    status_of,
     wait_for,
     wait_pods_ready,
     zone_of_nodes,
@@ -48,11 +49,6 @@ def make_policy(custom: client.CustomObjectsApi, name: str, namespace: str, mode
             },
         },
     )
-
-
-def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    return obj.get("status") or {}
 
 
 def skew_by_scale_down(

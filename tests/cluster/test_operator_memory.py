@@ -3,7 +3,6 @@ violations' causes and `since`, `status.cooldowns`) and read back by the next op
 
 from __future__ import annotations
 
-import datetime
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,9 @@ from kube_helpers import (
     list_pods,
     pod_is_ready,
     pods_per_zone,
+    scanned_after,
     spread_deployment,
+    status_of,
     wait_for,
     wait_pods_ready,
     zone_of_nodes,
@@ -31,21 +32,6 @@ pytest_plugins = ["operator_fixtures"]
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-
-
-def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    return obj.get("status") or {}
-
-
-def parse_time(text: str) -> float:
-    return datetime.datetime.fromisoformat(text).timestamp()
-
-
-def scanned_after(custom: client.CustomObjectsApi, name: str, t: float) -> dict[str, Any] | None:
-    st = status_of(custom, name)
-    last = st.get("lastScanTime")
-    return st if last and parse_time(last) > t else None
 
 
 def evicted(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:

@@ -28,10 +28,13 @@ from kube_helpers import (
     FakeNodes,
     list_pods,
     node_is_ready,
+    parse_time,
     pod_is_ready,
     pods_per_zone,
+    scanned_after,
     skew,
     spread_deployment,
+    status_of,
     wait_for,
     wait_pods_ready,
     zone_of_nodes,
@@ -82,22 +85,6 @@ def policy(custom: client.CustomObjectsApi, name: str, namespace: str, mode: str
         yield
     finally:
         custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-
-
-def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    return obj.get("status") or {}
-
-
-def parse_time(text: str) -> float:
-    return datetime.datetime.fromisoformat(text).timestamp()
-
-
-def scanned_after(custom: client.CustomObjectsApi, name: str, t: float) -> dict[str, Any] | None:
-    """The status, once a scan that started after wall-clock time `t` has written it."""
-    st = status_of(custom, name)
-    last = st.get("lastScanTime")
-    return st if last and parse_time(last) > t else None  # whole seconds: strictly later
 
 
 def conditions(st: dict[str, Any]) -> dict[str, str]:
