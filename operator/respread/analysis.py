@@ -144,12 +144,14 @@ def collect_members(
     # Pods of one template share their (interned) labels, spec and owner: bucket them by
     # identity first, so the profile and the workload are worked out once per bucket, not per pod.
     all_pods = state.pods
-    shapes: dict[tuple[str, int, int, int], list[int]] = {}
+    shapes: dict[tuple[str, int, int, int | str], list[int]] = {}
     for position, pod in enumerate(all_pods):
         node = pod.node_name
         if node is None or node not in nodes or pod.terminating or pod.phase in FINISHED:
             continue
-        key = (pod.namespace, id(pod.labels), id(pod.spec), id(pod.owner))
+        # a bare pod is its own workload: never bucketed with its look-alikes
+        owner = id(pod.owner) if pod.owner is not None else pod.name
+        key = (pod.namespace, id(pod.labels), id(pod.spec), owner)
         bucket = shapes.get(key)
         if bucket is None:
             shapes[key] = [position]

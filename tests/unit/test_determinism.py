@@ -54,3 +54,42 @@ def test_reports_agree_across_listing_orders_and_object_identities() -> None:
     assert [v["workload"]["name"] for v in violations] == ["web", "web"]
     for seed in range(12):
         assert report_of(rollout(seed)) == reference, f"listing order {seed}"
+
+
+def test_bare_look_alike_pods_stay_separate_workloads() -> None:
+    """Bare pods sharing labels and spec (one loaded object each, interned alike) are each
+    their own workload, as the report and the planner treat them."""
+    from respread.snapshot import load_documents
+
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"n-{z}", "labels": {"zone": z}},
+        }
+        for z in ZONES
+    ] + [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"api-{i}", "namespace": "default", "labels": {"app": "api"}},
+            "spec": {
+                "nodeName": "n-a",
+                "containers": [{"name": "c", "image": "x"}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "api"}},
+                    }
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+        for i in range(3)
+    ]
+    cluster = load_documents([("test", d) for d in docs]).state
+    assert len({id(p.labels) for p in cluster.pods}) == 1  # interned alike
+    violations = json.loads(report_of(cluster))["violations"]
+    assert sorted(v["workload"]["name"] for v in violations) == ["api-0", "api-1", "api-2"]
