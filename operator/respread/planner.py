@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
@@ -97,6 +97,24 @@ class Plan:
     @property
     def predicted_violations(self) -> int:
         return sum(1 for o in self.outcomes if o.violating_after_run)
+
+
+@dataclass(slots=True)
+class Trial:
+    """A simulated eviction, applied, that ``keep`` turns into a Move or ``undo`` takes back."""
+
+    members: Members  # the group it is for
+    owner: Members  # the pod's own workload and profile
+    pod: Pod
+    target: Node
+    counting: list[tuple[int, CountTable]]
+    saved: dict[int, int | None]
+    gain: int  # the fall in distance from balance of the groups it touches (when measured)
+    reason: str
+
+
+# How many pods of other workloads a step tries for a group their pods crowd.
+FOREIGN_TRIALS = 8
 
 
 class _NodeSets:
@@ -179,6 +197,7 @@ class _Simulation:
         self.tables_of: dict[int, tuple[CountTable, ...]] = {}
         self.users: dict[int, list[Members]] = defaultdict(list)  # table id -> members using it
         self.by_namespace: dict[str, list[tuple[int, Profile, int, CountTable]]] = defaultdict(list)
+        self.members_by_namespace: dict[str, list[Members]] = defaultdict(list)
         for m in analysis.members:
             tables = []
             for i, original in enumerate(self.index.tables(m.profile)):
@@ -190,6 +209,7 @@ class _Simulation:
                 if m not in self.users[id(copy)]:
                     self.users[id(copy)].append(m)
             self.tables_of[id(m)] = tuple(tables)
+            self.members_by_namespace[m.profile.namespace].append(m)
         self.positions: dict[int, dict[str, list[Pod]]] = {
             id(m): {n: list(p) for n, p in m.by_node.items()} for m in analysis.members
         }
@@ -202,6 +222,7 @@ class _Simulation:
         self.held: Mapping[WorkloadRef, str] = {}
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[int, tuple[bool, ...]] = {}
+        self._counted_others: dict[int, dict[int, list[Members]]] = {}
         # State stamps for the violators cache: every change to a table copy or to a member's
         # positions takes a fresh number from one clock, so a stamp names exactly one state
         # (and an undone trial move may put the old numbers back).
@@ -486,52 +507,144 @@ class _Simulation:
 
     # ---- one step ----------------------------------------------------------------------
 
-    def try_move(self, m: Members, pod: Pod, failing: tuple[int, bool]) -> Move | Skip | None:
-        """Simulate evicting ``pod``; keep the move if it helps, else undo it."""
+    def trial(
+        self, m: Members, owner: Members, pod: Pod, reason: str, measure: bool = False
+    ) -> Trial | Skip | None:
+        """Evict ``pod`` (one of ``owner``'s) for the sake of ``m`` in the simulation, and land
+        its replacement. Applied, as a Trial, when it reduces ``m``'s misplaced pods and makes
+        no group worse; otherwise undone, with a Skip saying why, or None (it does not help).
+        ``measure``: also say by how much it brings the touched groups closer to balance (the
+        fall in their exact minimum moves), to compare it with other candidate moves."""
         assert pod.node_name is not None
         source = pod.node_name
-        verdict = self.verdict(m, source, failing)
         counting = self.tables_counting(pod)
         affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
         affected[id(m)] = m
+        affected[id(owner)] = owner
         before = {k: self.violators(x) for k, x in affected.items()}
+        distance = self.distance(affected.values()) if measure else 0
         # an undone trial restores the state, and so the stamps of what it touched
-        saved = {k: self._stamps.get(k) for k in (id(m), *(tid for tid, _ in counting))}
+        saved = {k: self._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
 
         self.shift(counting, source, -1)
-        target, why = self.landing(m, pod)
+        target, why = self.landing(owner, pod)
         if target is None:
             self.shift(counting, source, +1)
             self._restore(saved)
-            return Skip(pod, m.workload, SkipKind.NO_ROOM, why)
+            return Skip(pod, owner.workload, SkipKind.NO_ROOM, why)
         self.shift(counting, target.name, +1)
-        self._reposition(m, pod, source, target.name)
+        self._reposition(owner, pod, source, target.name)
         after = {k: self.violators(x) for k, x in affected.items()}
         worse = [affected[k] for k in affected if k != id(m) and after[k] > before[k]]
         if worse or after[id(m)] >= before[id(m)]:
-            self._reposition(m, pod, target.name, source)
+            self._reposition(owner, pod, target.name, source)
             self.shift(counting, target.name, -1)
             self.shift(counting, source, +1)
             self._restore(saved)
             if worse:
                 return Skip(
                     pod,
-                    m.workload,
+                    owner.workload,
                     SkipKind.WOULD_VIOLATE,
                     f"the move would break the spread of {worse[0].workload}",
                 )
             return None
+        gain = distance - self.distance(affected.values()) if measure else 0
+        return Trial(m, owner, pod, target, counting, saved, gain, reason)
+
+    def distance(self, members: Iterable[Members]) -> int:
+        """How far these groups are from balance: the sum of their exact minimum moves (the
+        misplaced pods, for a group moves alone cannot fix)."""
+        total = 0
+        for x in members:
+            profile = x.profile
+            for i in self.wanted(profile):
+                c = profile.constraints[i]
+                table = self.tables_of[id(x)][i]
+                counts = [table.get(d) for d in table.space.domain_nodes]
+                moves = minimum_moves(counts, c.max_skew, c.min_domains)
+                total += self.violators(x, i) if moves is None else moves
+        return total
+
+    def undo(self, trial: Trial) -> None:
+        pod, target = trial.pod, trial.target.name
+        assert pod.node_name is not None
+        self._reposition(trial.owner, pod, target, pod.node_name)
+        self.shift(trial.counting, target, -1)
+        self.shift(trial.counting, pod.node_name, +1)
+        self._restore(trial.saved)
+
+    def keep(self, trial: Trial) -> Move:
+        pod, owner, target = trial.pod, trial.owner, trial.target
+        assert pod.node_name is not None
         self.ledger.reserve(target.name, pod.spec.requests)
         self.moved.add(id(pod))
         return Move(
             pod,
-            m.workload,
-            source,
+            owner.workload,
+            pod.node_name,
             target.name,
-            self.domains(m.profile, source),
-            self.domains(m.profile, target.name),
-            verdict.reason,
+            self.domains(owner.profile, pod.node_name),
+            self.domains(owner.profile, target.name),
+            trial.reason,
         )
+
+    def counted_others(self, m: Members) -> dict[int, list[Members]]:
+        """Per wanted constraint of ``m``, the other workloads' members its selector counts
+        (a member's pods share every label a selector reads: one pod answers for all)."""
+        hit = self._counted_others.get(id(m))
+        if hit is None:
+            hit = {}
+            for i in self.wanted(m.profile):
+                selector = m.profile.constraints[i].selector
+                others = [
+                    x
+                    for x in self.members_by_namespace.get(m.profile.namespace, ())
+                    if x is not m
+                    and x.workload != m.workload
+                    and self.index.counts_pod(selector, next(iter(x.by_node.values()))[0].labels)
+                ]
+                if others:
+                    hit[i] = others
+            self._counted_others[id(m)] = hit
+        return hit
+
+    def foreign(self, m: Members) -> list[tuple[Members, Pod, str]]:
+        """Other workloads' pods that one of ``m``'s failing constraints counts, in the domains
+        where ``m``'s pods fail it: moving one of those relieves ``m`` as well, sometimes more
+        (it may fix its own workload too) and sometimes as the only way."""
+        counted = self.counted_others(m)
+        if not counted:
+            return []
+        tables = self.tables_of[id(m)]
+        crowded: dict[int, set[str]] = {}
+        for node_name, pods in self.positions[id(m)].items():
+            failing = self.failing(m, node_name, pods) if pods else None
+            if failing is None:
+                continue
+            c = m.profile.constraints[failing[0]]
+            value = self.nodes[node_name].labels.get(c.key)
+            if value is not None:  # a node without the key: only moving the pod itself helps
+                crowded.setdefault(failing[0], set()).add(value)
+        found: list[tuple[tuple[object, ...], Members, Pod, str]] = []
+        for i, domains in crowded.items():
+            c = m.profile.constraints[i]
+            node_domain = tables[i].space.node_domain
+            for x in counted.get(i, ()):
+                for node_name, pods in self.positions[id(x)].items():
+                    domain = node_domain.get(node_name)
+                    if domain not in domains or not pods:
+                        continue
+                    reason = (
+                        f"counted by the {c.key} spread of {m.workload}: "
+                        f"{c.key} {domain} holds {tables[i].get(domain)} of its pods"
+                    )
+                    for pod in pods:
+                        if id(pod) not in self.moved and id(pod) not in self.skipped:
+                            key = (pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
+                            found.append((key, x, pod, reason))
+        found.sort(key=lambda item: item[0])
+        return [(x, pod, reason) for _, x, pod, reason in found[:FOREIGN_TRIALS]]
 
     def _reposition(self, m: Members, pod: Pod, source: str, target: str) -> None:
         positions = self.positions[id(m)]
@@ -548,6 +661,100 @@ class _Simulation:
         self.budgets.consume(move.pod)
 
 
+def _eligible(
+    sim: _Simulation,
+    pod: Pod,
+    *,
+    workload: WorkloadRef,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    record: bool,
+) -> tuple[bool, str]:
+    """Whether the pod may be tried this pass, and what would defer its eviction. ``record``
+    keeps protected and budget-blocked pods among the skipped (a group's own pods)."""
+    reason = protection(pod, sim.policy, now)
+    if reason:
+        if record:
+            sim.skipped[id(pod)] = Skip(pod, workload, SkipKind.PROTECTED, reason)
+        return False, ""
+    check = sim.budgets.check(pod)
+    if check.verdict is BudgetVerdict.BLOCKED:
+        if record:
+            sim.skipped[id(pod)] = Skip(pod, workload, SkipKind.BLOCKED, check.reason)
+        return False, ""
+    deferral = sim.deferral(pod, workload, now, history)
+    return not (within_limits and deferral), deferral
+
+
+def _step(
+    sim: _Simulation,
+    m: Members,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> tuple[Move, str] | None:
+    """The next eviction for ``m``, and what defers it; None when no eviction helps.
+
+    The first of ``m``'s own misplaced pods (most crowded first) whose move helps. Where
+    ``m``'s selectors also count other workloads' pods in its crowded domains, moving one of
+    those may help more (it may fix its own workload too) or be the only way: then every
+    candidate, ``m``'s own first, is tried and the one that brings the groups it touches closest
+    to balance wins (the earliest on ties).
+    """
+    foreign = sim.foreign(m)
+    measure = bool(foreign)
+    best: tuple[int, Members, Pod, str, str] | None = None  # measured: the best move so far
+    for pod, failing in sim.candidates(m):
+        ok, deferral = _eligible(
+            sim,
+            pod,
+            workload=m.workload,
+            within_limits=within_limits,
+            now=now,
+            history=history,
+            record=True,
+        )
+        if not ok:
+            continue
+        assert pod.node_name is not None
+        reason = sim.verdict(m, pod.node_name, failing).reason
+        trial = sim.trial(m, m, pod, reason, measure=measure)
+        if trial is None:
+            continue
+        if isinstance(trial, Skip):
+            sim.skipped[id(pod)] = trial
+            continue
+        if not measure:
+            return sim.keep(trial), deferral
+        sim.undo(trial)
+        if best is None or trial.gain > best[0]:
+            best = (trial.gain, m, pod, reason, deferral)
+    for owner, pod, reason in foreign:
+        ok, deferral = _eligible(
+            sim,
+            pod,
+            workload=owner.workload,
+            within_limits=within_limits,
+            now=now,
+            history=history,
+            record=False,
+        )
+        if not ok:
+            continue
+        trial = sim.trial(m, owner, pod, reason, measure=True)
+        if isinstance(trial, Trial):
+            sim.undo(trial)
+            if best is None or trial.gain > best[0]:
+                best = (trial.gain, owner, pod, reason, deferral)
+    if best is None:
+        return None
+    _, owner, pod, reason, deferral = best
+    trial = sim.trial(m, owner, pod, reason, measure=True)
+    assert isinstance(trial, Trial)  # the state it was judged in, restored exactly
+    return sim.keep(trial), deferral
+
+
 def _run(
     sim: _Simulation,
     order: list[Members],
@@ -557,47 +764,19 @@ def _run(
 ) -> list[Move]:
     moves: list[Move] = []
     for m in order:
-        while True:
-            progressed = False
-            for pod, verdict in sim.candidates(m):
-                reason = protection(pod, sim.policy, now)
-                if reason:
-                    sim.skipped[id(pod)] = Skip(pod, m.workload, SkipKind.PROTECTED, reason)
-                    continue
-                check = sim.budgets.check(pod)
-                if check.verdict is BudgetVerdict.BLOCKED:
-                    sim.skipped[id(pod)] = Skip(pod, m.workload, SkipKind.BLOCKED, check.reason)
-                    continue
-                deferral = sim.deferral(pod, m.workload, now, history)
-                if within_limits and deferral:
-                    continue
-                result = sim.try_move(m, pod, verdict)
-                if result is None:
-                    continue
-                if isinstance(result, Skip):
-                    sim.skipped[id(pod)] = result
-                    continue
-                if within_limits:
-                    sim.commit(result)
-                    moves.append(result)
-                else:
-                    moves.append(
-                        Move(
-                            result.pod,
-                            result.workload,
-                            result.from_node,
-                            result.to_node,
-                            result.from_domain,
-                            result.to_domain,
-                            result.reason,
-                            StepState.DEFERRED,
-                            deferral or "planned after this run's moves take effect",
-                        )
+        while (step := _step(sim, m, within_limits, now, history)) is not None:
+            move, deferral = step
+            if within_limits:
+                sim.commit(move)
+                moves.append(move)
+            else:
+                moves.append(
+                    replace(
+                        move,
+                        state=StepState.DEFERRED,
+                        deferred_by=deferral or "planned after this run's moves take effect",
                     )
-                progressed = True
-                break
-            if not progressed:
-                break
+                )
     return moves
 
 
