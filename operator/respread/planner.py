@@ -32,7 +32,7 @@ from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.budgets import BudgetLedger, BudgetVerdict
-from respread.model import Node, Pod
+from respread.model import Labels, LabelSelector, Node, Op, Pod
 from respread.nodesets import NodeSets
 from respread.placement import CapacityLedger
 from respread.policy import RebalancePolicy
@@ -159,6 +159,7 @@ class _Simulation:
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[int, tuple[bool, ...]] = {}
         self._counted_others: dict[int, dict[int, list[Members]]] = {}
+        self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
         # State stamps for the violators cache: every change to a table copy or to a member's
         # positions takes a fresh number from one clock, so a stamp names exactly one state
         # (and an undone trial move may put the old numbers back).
@@ -527,7 +528,7 @@ class _Simulation:
 
     def counted_others(self, m: Members) -> dict[int, list[Members]]:
         """Per wanted constraint of ``m``, the other workloads' members its selector counts
-        (a member's pods share every label a selector reads: one pod answers for all)."""
+        (judged by one pod of each, ``_labels_of``)."""
         hit = self._counted_others.get(id(m))
         if hit is None:
             hit = {}
@@ -535,15 +536,33 @@ class _Simulation:
                 selector = m.profile.constraints[i].selector
                 others = [
                     x
-                    for x in self.members_by_namespace.get(m.profile.namespace, ())
+                    for x in self._could_count(m.profile.namespace, selector)
                     if x is not m
                     and x.workload != m.workload
-                    and self.index.counts_pod(selector, next(iter(x.by_node.values()))[0].labels)
+                    and self.index.counts_pod(selector, _labels_of(x))
                 ]
                 if others:
                     hit[i] = others
             self._counted_others[id(m)] = hit
         return hit
+
+    def _could_count(self, namespace: str, selector: LabelSelector | None) -> list[Members]:
+        """The namespace's members a selector might count: with an In requirement, only those
+        whose labels hold one of its values (then checked), else all of them."""
+        members = self.members_by_namespace.get(namespace, [])
+        req = None
+        if selector is not None:
+            req = next((r for r in selector.requirements if r.op is Op.IN), None)
+        if req is None:
+            return members
+        by_pair = self._members_by_label.get(namespace)
+        if by_pair is None:
+            by_pair = self._members_by_label[namespace] = defaultdict(list)
+            for x in members:
+                for pair in _labels_of(x).items():
+                    by_pair[pair].append(x)
+        found = {id(x): x for value in req.values for x in by_pair.get((req.key, value), ())}
+        return list(found.values())
 
     def foreign(self, m: Members) -> list[tuple[Members, Pod, str]]:
         """Other workloads' pods that one of ``m``'s failing constraints counts, in the domains
@@ -595,6 +614,13 @@ class _Simulation:
         self.per_namespace[move.pod.namespace] += 1
         self.per_workload[move.workload] += 1
         self.budgets.consume(move.pod)
+
+
+def _labels_of(members: Members) -> Labels:
+    """The labels of one of the members, standing for all: members share the labels their own
+    selectors read, and differ at most in per-pod ones (a StatefulSet's pod name) that another
+    workload's selector seldom reads; a pod judged wrongly here is only a trial that fails."""
+    return next(iter(members.by_node.values()))[0].labels
 
 
 def _eligible(
