@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from respread.model import FINISHED, ClusterState, Namespace, Pod, When
+from respread.model import ClusterState, Labels, Namespace, Pod, When
 from respread.policy import RebalancePolicy
 from respread.selectors import selector_matches
 from respread.spread import (
@@ -52,6 +52,13 @@ class Members:
     @property
     def count(self) -> int:
         return sum(len(p) for p in self.by_node.values())
+
+    @property
+    def labels(self) -> Labels:
+        """The labels of one of them, standing for all: they share the labels their own
+        selectors read, and differ at most in per-pod ones (a StatefulSet's pod name) that
+        another workload's selector seldom reads."""
+        return next(iter(self.by_node.values()))[0].labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,29 +147,13 @@ def collect_members(
 ) -> tuple[tuple[Members, ...], frozenset[str]]:
     """Bound, live pods with spread constraints, grouped by workload and profile."""
     state = index.state
-    nodes = index.nodes
-    # Pods of one template share their (interned) labels, spec and owner: bucket them by
-    # identity first, so the profile and the workload are worked out once per bucket, not per pod.
     all_pods = state.pods
-    shapes: dict[tuple[str, int, int, int | str], list[int]] = {}
-    for position, pod in enumerate(all_pods):
-        node = pod.node_name
-        if node is None or node not in nodes or pod.terminating or pod.phase in FINISHED:
-            continue
-        # a bare pod is its own workload: never bucketed with its look-alikes
-        owner = id(pod.owner) if pod.owner is not None else pod.name
-        key = (pod.namespace, id(pod.labels), id(pod.spec), owner)
-        bucket = shapes.get(key)
-        if bucket is None:
-            shapes[key] = [position]
-        else:
-            bucket.append(position)
     namespaces = {n.name: n for n in state.namespaces}
     selected: dict[str, bool] = {}
     buckets: dict[tuple[WorkloadRef, int], dict[str, list[int]]] = defaultdict(dict)
     profiles: dict[int, Profile] = {}
     skipped: set[str] = set()
-    for positions in shapes.values():
+    for positions in index.shapes:
         first = all_pods[positions[0]]
         ok = selected.get(first.namespace)
         if ok is None:
@@ -222,13 +213,14 @@ def violating_nodes(
     min_applies = table.space.size >= c.min_domains
     limit = c.max_skew - (1 if profile.self_match[constraint] else 0)
     nodes = index.nodes
-    for node_name, pods in members.by_node.items():
+    selected = index.counts_pod(selector, members.labels)  # one answer for all the members
+    for node_name in members.by_node:
         # check_constraint, inlined for the passing case (every node of every group)
         value = nodes[node_name].labels.get(c.key)
         if value is not None:
             match_num = counts.get(value, 0)
             floor = gmin
-            if node_name in node_domain and index.counts_pod(selector, pods[0].labels):
+            if selected and node_name in node_domain:
                 match_num -= 1
                 if min_applies and match_num < floor:
                     floor = match_num

@@ -114,6 +114,17 @@ class Trial:
     reason: str
 
 
+# One constraint as ``_Simulation.judge`` prepares it: index, topology key, counts, the
+# eligible nodes' domains (empty when the members are not counted), global minimum, whether
+# minDomains is unmet, and the most a domain may hold above the minimum.
+_Rule = tuple[int, str, Mapping[str, int], Mapping[str, str], int, bool, int]
+
+
+# The same before the counts are read: index, key, table, eligible nodes' domains (or none),
+# whether minDomains is unmet, the most above the minimum.
+_RuleShape = tuple[int, str, CountTable, Mapping[str, str], bool, int]
+
+
 # How many pods of other workloads a step tries for a group their pods crowd.
 FOREIGN_TRIALS = 8
 
@@ -125,6 +136,7 @@ class _Simulation:
         self.index: SpreadIndex = analysis.index
         self.policy = policy
         self.nodes: dict[str, Node] = self.index.nodes
+        self.node_labels: dict[str, Labels] = {name: n.labels for name, n in self.nodes.items()}
         self.ledger = CapacityLedger(self.index.state.nodes, self.index.state.pods)
         self.node_sets = NodeSets(self.index.state.nodes)
         self.budgets = BudgetLedger(self.index.state.budgets)
@@ -158,6 +170,8 @@ class _Simulation:
         self.held: Mapping[WorkloadRef, str] = {}
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[int, tuple[bool, ...]] = {}
+        self._counting: dict[tuple[str, int], list[tuple[int, CountTable]]] = {}
+        self._rules: dict[tuple[int, int | None], list[_RuleShape]] = {}
         self._counted_others: dict[int, dict[int, list[Members]]] = {}
         self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
         # State stamps for the violators cache: every change to a table copy or to a member's
@@ -170,11 +184,16 @@ class _Simulation:
     # ---- counts ------------------------------------------------------------------------
 
     def tables_counting(self, pod: Pod) -> list[tuple[int, CountTable]]:
-        out = []
-        for tid, profile, i, table in self.by_namespace.get(pod.namespace, ()):
-            if self.index.counts_pod(profile.constraints[i].selector, pod.labels):
-                out.append((tid, table))
-        return out
+        key = (pod.namespace, id(pod.labels))  # the pod keeps its (interned) labels alive
+        hit = self._counting.get(key)
+        if hit is None:
+            counts_pod = self.index.counts_pod
+            hit = self._counting[key] = [
+                (tid, table)
+                for tid, profile, i, table in self.by_namespace.get(pod.namespace, ())
+                if counts_pod(profile.constraints[i].selector, pod.labels)
+            ]
+        return hit
 
     def shift(self, tables: list[tuple[int, CountTable]], node: str, delta: int) -> set[int]:
         changed = set()
@@ -208,43 +227,36 @@ class _Simulation:
             self._wanted[id(profile)] = hit
         return hit
 
-    def failing(
-        self, m: Members, node_name: str, pods: list[Pod], only: list[int] | None = None
-    ) -> tuple[int, bool] | None:
-        """The first wanted constraint (or of ``only``) members on this node fail: its index,
-        and whether they are counted in it; or None.
+    def judge(self, m: Members, only: int | None = None) -> list[_Rule]:
+        """``check_constraint`` for the members, ready to run node by node over the counts as
+        they stand now (a global minimum does not change while nodes are judged): this runs
+        for every node of every candidate workload after every step."""
+        rules = self._rules.get((id(m), only))
+        if rules is None:
+            profile = m.profile
+            tables = self.tables_of[id(m)]
+            selected = self.selected(m)
+            rules = []
+            for i in self.wanted(profile) if only is None else [only]:
+                c = profile.constraints[i]
+                table = tables[i]
+                small = table.space.size < c.min_domains
+                limit = c.max_skew - (1 if profile.self_match[i] else 0)
+                node_domain = table.space.node_domain if selected[i] else {}
+                rules.append((i, c.key, table, node_domain, small, limit))
+            self._rules[(id(m), only)] = rules
+        return [
+            (i, key, table.counts, node_domain, 0 if small else table.raw_min(), small, limit)
+            for i, key, table, node_domain, small, limit in rules
+        ]
 
-        ``check_constraint`` inlined: this runs for every node of every candidate workload
-        after every step. ``verdict`` gives the reason of a failure.
-        """
-        profile = m.profile
-        tables = self.tables_of[id(m)]
-        labels = self.nodes[node_name].labels
-        selected = self.selected(m, pods[0])
-        for i in self.wanted(profile) if only is None else only:
-            c = profile.constraints[i]
-            table = tables[i]
-            value = labels.get(c.key)
-            if value is None:
-                return i, False
-            counted = selected[i] and node_name in table.space.node_domain
-            match_num = table.counts.get(value, 0)
-            gmin = table.global_min(c.min_domains)
-            if counted:
-                match_num -= 1
-                if match_num < gmin and table.space.size >= c.min_domains:
-                    gmin = match_num
-            if match_num + profile.self_match[i] - gmin > c.max_skew:
-                return i, counted
-        return None
-
-    def selected(self, m: Members, pod: Pod) -> tuple[bool, ...]:
+    def selected(self, m: Members) -> tuple[bool, ...]:
         """Whether each constraint's selector counts the members (one answer for all of them:
         members share a profile, which fixes every label their selectors read)."""
         hit = self._selected.get(id(m))
         if hit is None:
-            counts_pod = self.index.counts_pod
-            hit = tuple(counts_pod(c.selector, pod.labels) for c in m.profile.constraints)
+            counts_pod, labels = self.index.counts_pod, m.labels
+            hit = tuple(counts_pod(c.selector, labels) for c in m.profile.constraints)
             self._selected[id(m)] = hit
         return hit
 
@@ -252,11 +264,6 @@ class _Simulation:
         index, counted = failing
         table = self.tables_of[id(m)][index]
         return check_constraint(m.profile, index, table, self.nodes[node_name], counted)
-
-    def node_verdict(self, m: Members, node_name: str, pods: list[Pod]) -> Verdict | None:
-        """The first failing wanted constraint for members on this node, or None."""
-        failing = self.failing(m, node_name, pods)
-        return None if failing is None else self.verdict(m, node_name, failing)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
         stamp = self._stamp(m)
@@ -269,34 +276,34 @@ class _Simulation:
 
     def _count_violators(self, m: Members, constraint: int | None) -> int:
         total = 0
-        only = None if constraint is None else [constraint]
+        judge = self.judge(m, constraint)
+        node_labels = self.node_labels
         for node_name, pods in self.positions[id(m)].items():
-            if not pods:
-                continue
-            if self.failing(m, node_name, pods, only) is not None:
+            if pods and _fails(judge, node_labels[node_name], node_name) is not None:
                 total += len(pods)
         return total
 
     # ---- choosing ----------------------------------------------------------------------
 
     def candidates(self, m: Members) -> list[tuple[Pod, tuple[int, bool]]]:
-        profile = m.profile
-        tables = self.tables_of[id(m)]
         found = []
+        judge = self.judge(m)
+        node_labels, moved, skipped = self.node_labels, self.moved, self.skipped
         for node_name, pods in self.positions[id(m)].items():
-            live = [p for p in pods if id(p) not in self.moved and id(p) not in self.skipped]
-            if not live:
+            if not pods:
                 continue
-            verdict = self.failing(m, node_name, pods)
+            labels = node_labels[node_name]
+            verdict = _fails(judge, labels, node_name)
             if verdict is None:
                 continue
-            node = self.nodes[node_name]
+            live = [p for p in pods if id(p) not in moved and id(p) not in skipped]
+            if not live:
+                continue
             excess = 0
-            for i in self.wanted(profile):
-                c = profile.constraints[i]
-                value = node.labels.get(c.key)
+            for _, key, counts, _, gmin, _, _ in judge:
+                value = labels.get(key)
                 if value is not None:
-                    excess = max(excess, tables[i].get(value) - tables[i].global_min(c.min_domains))
+                    excess = max(excess, counts.get(value, 0) - gmin)
             crowd = len(pods)
             for pod in live:
                 found.append(
@@ -528,7 +535,8 @@ class _Simulation:
 
     def counted_others(self, m: Members) -> dict[int, list[Members]]:
         """Per wanted constraint of ``m``, the other workloads' members its selector counts
-        (judged by one pod of each, ``_labels_of``)."""
+        (judged by one pod of each, ``Members.labels``: a pod judged wrongly is only a trial
+        that fails)."""
         hit = self._counted_others.get(id(m))
         if hit is None:
             hit = {}
@@ -539,7 +547,7 @@ class _Simulation:
                     for x in self._could_count(m.profile.namespace, selector)
                     if x is not m
                     and x.workload != m.workload
-                    and self.index.counts_pod(selector, _labels_of(x))
+                    and self.index.counts_pod(selector, x.labels)
                 ]
                 if others:
                     hit[i] = others
@@ -559,7 +567,7 @@ class _Simulation:
         if by_pair is None:
             by_pair = self._members_by_label[namespace] = defaultdict(list)
             for x in members:
-                for pair in _labels_of(x).items():
+                for pair in x.labels.items():
                     by_pair[pair].append(x)
         found = {id(x): x for value in req.values for x in by_pair.get((req.key, value), ())}
         return list(found.values())
@@ -573,8 +581,9 @@ class _Simulation:
             return []
         tables = self.tables_of[id(m)]
         crowded: dict[int, set[str]] = {}
+        judge = self.judge(m)
         for node_name, pods in self.positions[id(m)].items():
-            failing = self.failing(m, node_name, pods) if pods else None
+            failing = _fails(judge, self.node_labels[node_name], node_name) if pods else None
             if failing is None:
                 continue
             c = m.profile.constraints[failing[0]]
@@ -616,11 +625,23 @@ class _Simulation:
         self.budgets.consume(move.pod)
 
 
-def _labels_of(members: Members) -> Labels:
-    """The labels of one of the members, standing for all: members share the labels their own
-    selectors read, and differ at most in per-pod ones (a StatefulSet's pod name) that another
-    workload's selector seldom reads; a pod judged wrongly here is only a trial that fails."""
-    return next(iter(members.by_node.values()))[0].labels
+def _fails(judge: list[_Rule], labels: Labels, node_name: str) -> tuple[int, bool] | None:
+    """``check_constraint`` inlined: the first rule members on this node fail, and whether
+    they are counted in it; or None."""
+    for i, key, counts, node_domain, gmin, small, limit in judge:
+        value = labels.get(key)
+        if value is None:
+            return i, False
+        match_num = counts.get(value, 0)
+        floor = gmin
+        counted = node_name in node_domain
+        if counted:
+            match_num -= 1
+            if match_num < floor and not small:
+                floor = match_num
+        if match_num - floor > limit:
+            return i, counted
+    return None
 
 
 def _eligible(

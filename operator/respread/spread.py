@@ -227,20 +227,42 @@ class SpreadIndex:
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
         self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
-        # namespace -> labels -> node -> number of counted pods with exactly those labels.
-        # Gathered by the labels' identity first (interned; hashing Labels is a Python call).
-        by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
-        nodes = self.nodes
-        for pod in state.pods:
+        # Live, bound pods bucketed by shape: pods of one template share their (interned) labels,
+        # spec and owner, so per-template work (counting by labels here; profiles and workloads
+        # in the analysis) is done once per bucket. A bare pod is its own workload: never
+        # bucketed with its look-alikes.
+        # The others (unbound, terminating, finished) are bucketed too, apart, for the workloads'
+        # constraints.
+        nodes, pods = self.nodes, state.pods
+        shapes: dict[tuple[str, int, int, int | str, bool], list[int]] = {}
+        for position, pod in enumerate(pods):
             node = pod.node_name
-            if node is None or node not in nodes or pod.terminating or pod.phase in FINISHED:
-                continue
-            key = (pod.namespace, id(pod.labels))
-            entry = by_identity.get(key)
+            live = not (
+                node is None or node not in nodes or pod.terminating or pod.phase in FINISHED
+            )
+            owner = id(pod.owner) if pod.owner is not None else pod.name
+            key = (pod.namespace, id(pod.labels), id(pod.spec), owner, live)
+            bucket = shapes.get(key)
+            if bucket is None:
+                shapes[key] = [position]
+            else:
+                bucket.append(position)
+        # positions in state.pods
+        self.shapes: tuple[list[int], ...] = tuple(v for k, v in shapes.items() if k[4])
+        # namespace -> labels -> node -> number of counted pods with exactly those labels.
+        # Gathered by the labels' identity first (hashing Labels is a Python call).
+        by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
+        for positions in self.shapes:
+            first = pods[positions[0]]
+            key2 = (first.namespace, id(first.labels))
+            entry = by_identity.get(key2)
             if entry is None:
-                entry = by_identity[key] = (pod.labels, {})
+                entry = by_identity[key2] = (first.labels, {})
             per_node = entry[1]
-            per_node[node] = per_node.get(node, 0) + 1
+            for position in positions:
+                node = pods[position].node_name
+                assert node is not None
+                per_node[node] = per_node.get(node, 0) + 1
         self.pods_by_labels: dict[str, dict[Labels, dict[str, int]]] = defaultdict(dict)
         for (namespace, _), (labels, per_node) in by_identity.items():
             known = self.pods_by_labels[namespace].get(labels)
@@ -260,7 +282,7 @@ class SpreadIndex:
         self._profiles: dict[tuple[object, ...], Profile] = {}
         self._relevant_keys: dict[int, tuple[str, ...]] = {}
         self._profile_values: dict[Profile, Profile] = {}
-        self._workload_constraints = self._infer_workload_constraints()
+        self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
 
     # ---- selectors -------------------------------------------------------------------------
@@ -282,7 +304,7 @@ class SpreadIndex:
     # ---- the replacement's shape ----------------------------------------------------------
 
     def _infer_workload_constraints(
-        self,
+        self, shapes: Iterable[list[int]]
     ) -> dict[tuple[str, str, str], tuple[SpreadConstraint, ...]]:
         """Per controller, the constraints its replacements will carry.
 
@@ -292,28 +314,33 @@ class SpreadIndex:
         the most common non-empty set wins, ties to the first pod in name order.
         """
         out: dict[tuple[str, str, str], tuple[SpreadConstraint, ...]] = {}
-        # Counted by identity (the loader interns them), then merged by value: hashing the
-        # constraint tuples of every pod would dominate the index's cost.
+        # Counted by identity (the loader interns them; a bucket's pods share theirs), then
+        # merged by value: hashing the constraint tuples of every pod would dominate.
+        pods = self.state.pods
         by_id: dict[tuple[str, str, str], Counter[int]] = defaultdict(Counter)
         values: dict[int, tuple[SpreadConstraint, ...]] = {}
-        first: dict[tuple[str, str, str], tuple[str, tuple[SpreadConstraint, ...]]] = {}
-        for pod in self.state.pods:
+        buckets: dict[tuple[str, str, str], list[list[int]]] = defaultdict(list)
+        for positions in shapes:
+            pod = pods[positions[0]]
             constraints = pod.spec.constraints
             if pod.owner is None or not constraints:
                 continue
             key = (pod.namespace, pod.owner.kind, pod.owner.name)
-            by_id[key][id(constraints)] += 1
+            by_id[key][id(constraints)] += len(positions)
             values[id(constraints)] = constraints
-            known = first.get(key)
-            if known is None or pod.name < known[0]:
-                first[key] = (pod.name, constraints)
+            buckets[key].append(positions)
         for key, ids in by_id.items():
             counter: Counter[tuple[SpreadConstraint, ...]] = Counter()
             for cid, n in ids.items():
                 counter[values[cid]] += n
             best = max(counter.values())
-            tied = {c for c, n in counter.items() if n == best}
-            out[key] = first[key][1] if first[key][1] in tied else min(tied, key=repr)
+            tied = [c for c, n in counter.items() if n == best]
+            if len(tied) == 1:
+                out[key] = tied[0]
+                continue
+            _, position = min((pods[i].name, i) for b in buckets[key] for i in b)
+            first = pods[position].spec.constraints
+            out[key] = first if first in tied else min(tied, key=repr)
         for w in self.state.workloads:
             if w.template is not None:
                 out[w.key] = w.template.spec.constraints
