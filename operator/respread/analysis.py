@@ -9,7 +9,7 @@ counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is repo
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -175,19 +175,24 @@ def collect_members(
             else:
                 on_node.append(position)
 
+    profiles_of = Counter(workload for workload, _ in buckets)
+
     def order(
         item: tuple[tuple[WorkloadRef, int], dict[str, list[int]]],
     ) -> tuple[WorkloadRef, str]:
         # A workload's profiles (the ReplicaSets of a rollout) in the order of their first pod's
         # name: deterministic for any listing order (never by the profiles' identities).
         (workload, _), by_node = item
+        if profiles_of[workload] == 1:
+            return workload, ""
         return workload, min(all_pods[i].name for p in by_node.values() for i in p)
 
+    pod_at = all_pods.__getitem__
     members = tuple(
         Members(
             workload,
             profiles[pid],
-            {n: tuple(all_pods[i] for i in sorted(p)) for n, p in sorted(by_node.items())},
+            {n: tuple(map(pod_at, sorted(p))) for n, p in sorted(by_node.items())},
         )
         for (workload, pid), by_node in sorted(buckets.items(), key=order)
     )

@@ -26,7 +26,7 @@ violations can be fixed by eviction at all.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -154,13 +154,13 @@ class _Simulation:
                     copy = self._copies[id(original)] = original.copy()
                     self.by_namespace[m.profile.namespace].append((id(copy), m.profile, i, copy))
                 tables.append(copy)
-                if m not in self.users[id(copy)]:
-                    self.users[id(copy)].append(m)
+                users = self.users[id(copy)]
+                if not users or users[-1] is not m:  # m's constraints may share a table
+                    users.append(m)
             self.tables_of[id(m)] = tuple(tables)
             self.members_by_namespace[m.profile.namespace].append(m)
-        self.positions: dict[int, dict[str, list[Pod]]] = {
-            id(m): {n: list(p) for n, p in m.by_node.items()} for m in analysis.members
-        }
+        # where members stand once one of theirs moved (copied then); the others stand as found
+        self._moved_members: dict[int, dict[str, list[Pod]]] = {}
         self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
         self.skipped: dict[int, Skip] = {}
         self.per_node: Counter[str] = Counter()
@@ -278,7 +278,7 @@ class _Simulation:
         total = 0
         judge = self.judge(m, constraint)
         node_labels = self.node_labels
-        for node_name, pods in self.positions[id(m)].items():
+        for node_name, pods in self.positions(m).items():
             if pods and _fails(judge, node_labels[node_name], node_name) is not None:
                 total += len(pods)
         return total
@@ -289,7 +289,7 @@ class _Simulation:
         found = []
         judge = self.judge(m)
         node_labels, moved, skipped = self.node_labels, self.moved, self.skipped
-        for node_name, pods in self.positions[id(m)].items():
+        for node_name, pods in self.positions(m).items():
             if not pods:
                 continue
             labels = node_labels[node_name]
@@ -582,7 +582,7 @@ class _Simulation:
         tables = self.tables_of[id(m)]
         crowded: dict[int, set[str]] = {}
         judge = self.judge(m)
-        for node_name, pods in self.positions[id(m)].items():
+        for node_name, pods in self.positions(m).items():
             failing = _fails(judge, self.node_labels[node_name], node_name) if pods else None
             if failing is None:
                 continue
@@ -595,7 +595,7 @@ class _Simulation:
             c = m.profile.constraints[i]
             node_domain = tables[i].space.node_domain
             for x in counted.get(i, ()):
-                for node_name, pods in self.positions[id(x)].items():
+                for node_name, pods in self.positions(x).items():
                     domain = node_domain.get(node_name)
                     if domain not in domains or not pods:
                         continue
@@ -610,8 +610,15 @@ class _Simulation:
         found.sort(key=lambda item: item[0])
         return [(x, pod, reason) for _, x, pod, reason in found[:FOREIGN_TRIALS]]
 
+    def positions(self, m: Members) -> Mapping[str, Sequence[Pod]]:
+        """The members' pods by node, as moves so far left them."""
+        return self._moved_members.get(id(m)) or m.by_node
+
     def _reposition(self, m: Members, pod: Pod, source: str, target: str) -> None:
-        positions = self.positions[id(m)]
+        positions = self._moved_members.get(id(m))
+        if positions is None:
+            positions = {n: list(p) for n, p in m.by_node.items()}
+            self._moved_members[id(m)] = positions
         positions[source].remove(pod)
         positions.setdefault(target, []).append(pod)
         self._clock += 1
