@@ -16,6 +16,7 @@ import yaml
 
 from respread import __version__
 from respread.analysis import analyze, build_index
+from respread.collector import gc_paused
 from respread.explain import Explanation, explain_pod
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
@@ -159,9 +160,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # its millions of objects again on every collection the analysis triggers.
     gc.freeze()
     started = time.monotonic()
-    analysis = analyze(loaded.state, policy)
-    result = plan(analysis, policy, now=now)
-    report = build_report(analysis, result, policy)
+    with gc_paused():
+        analysis = analyze(loaded.state, policy)
+        result = plan(analysis, policy, now=now)
+        report = build_report(analysis, result, policy)
     note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
     emit(report, args.output, render_text(report) if args.output == "text" else None)
     return 0

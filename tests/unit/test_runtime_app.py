@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.collector import gc_paused
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.policy import RebalancePolicy, parse_policy
@@ -314,12 +315,19 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
     import gc
 
     assert gc.isenabled()
-    with scan_module.gc_paused():
+    with gc_paused():
         assert not gc.isenabled()
-        with scan_module.gc_paused():  # a second policy's scan at the same time
+        with gc_paused():  # a second policy's scan at the same time
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
-    with pytest.raises(RuntimeError), scan_module.gc_paused():
+    with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("a failed scan")
     assert gc.isenabled()
+    gc.disable()  # a caller that had it off gets it back off
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +13,7 @@ from typing import Any
 from kubernetes import client
 
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
+from respread.collector import gc_paused
 from respread.kube.evictions import Result, evict
 from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
@@ -74,33 +72,6 @@ def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRe
         if pod.node_name is None or not pod.ready:
             out.add(workload_of(pod, analysis.index))
     return out
-
-
-class _Pausers:
-    lock = threading.Lock()
-    count = 0
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector paused while a scan computes.
-
-    Analysis allocates hundreds of thousands of objects on a large cluster, which triggers full
-    collections that walk every cached record again: at 150,000 pods they cost as much as the
-    analysis itself (bench/README.md). The records are acyclic and freed by reference counting;
-    collection resumes when the last concurrent scan finishes.
-    """
-    with _Pausers.lock:
-        _Pausers.count += 1
-        if _Pausers.count == 1:
-            gc.disable()
-    try:
-        yield
-    finally:
-        with _Pausers.lock:
-            _Pausers.count -= 1
-            if _Pausers.count == 0:
-                gc.enable()
 
 
 def compute(
