@@ -4,7 +4,9 @@ For each size it measures, on text already in memory and on state already in mem
 
 - loading: text -> ClusterState with ``respread.snapshot.load_texts`` (JSON and YAML);
 - analysis + planning: ``analyze`` then ``plan`` with the default policy and with an uncapped
-  one (maxPerRun and maxPerWorkload null);
+  one (maxPerRun and maxPerWorkload null), as respread runs them: the loaded state frozen out
+  of the cyclic collector's way and the collector paused while they compute
+  (``respread.collector``); and once more with the collector running, to show what it costs;
 - resident memory of the ClusterState: bytes tracemalloc attributes to it, per pod.
 
 Times are medians over the repeats (wall clock, ``time.perf_counter``); peak memory is the
@@ -30,8 +32,8 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ sys.path.insert(0, str(BENCH))
 
 from generate import GENERATED_AT, generate, to_json, to_yaml  # noqa: E402
 from respread.analysis import Analysis, analyze  # noqa: E402
+from respread.collector import gc_paused  # noqa: E402
 from respread.model import ClusterState  # noqa: E402
 from respread.planner import Plan, plan  # noqa: E402
 from respread.policy import DEFAULT_POLICY, RebalancePolicy  # noqa: E402
@@ -183,14 +186,16 @@ def run_pipeline(state: ClusterState, policy: RebalancePolicy) -> tuple[Analysis
 
 
 def measure_pipeline(
-    state: ClusterState, name: str, policy: RebalancePolicy, repeats: int
+    state: ClusterState, name: str, policy: RebalancePolicy, repeats: int, paused: bool = True
 ) -> Measure:
+    """``paused``: as respread runs it, the collector paused (else running throughout)."""
     totals, analyses, plans = [], [], []
     outcome: tuple[Analysis, Plan, float] | None = None
     for _ in range(repeats):
         gc.collect()
         start = time.perf_counter()
-        outcome = run_pipeline(state, policy)
+        with gc_paused() if paused else nullcontext():
+            outcome = run_pipeline(state, policy)
         total = time.perf_counter() - start
         totals.append(total)
         analyses.append(outcome[2])
@@ -198,7 +203,7 @@ def measure_pipeline(
     assert outcome is not None
     analysis, result, _ = outcome
     m = Measure(
-        f"analyze+plan, {name} policy",
+        f"analyze+plan, {name} policy" + ("" if paused else ", collector running"),
         totals,
         parts={"analyze": statistics.median(analyses), "plan": statistics.median(plans)},
     )
@@ -208,29 +213,13 @@ def measure_pipeline(
     return m
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector off (what a caller can do around load, or analyze + plan)."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def measure_without_gc(state: ClusterState, path: Path, repeats: int) -> list[Measure]:
-    """Loading JSON and analyze + plan (default policy) with the cyclic collector paused.
-
-    Hundreds of thousands of long-lived objects make every full collection expensive, and
-    parsing and analysis allocate enough to trigger many: these rows show what that costs.
-    """
+def measure_load_paused(path: Path, repeats: int) -> Measure:
+    """Loading JSON with the collector paused: hundreds of thousands of new long-lived objects
+    trigger full collections that walk all of them again and again."""
     with gc_paused():
         load, _ = measure_load(path, "json", repeats)
-        pipeline = measure_pipeline(state, "default", DEFAULT_POLICY, repeats)
-    load.name += ", gc off"
-    pipeline.name = "analyze+plan, default, gc off"
-    return [load, pipeline]
+    load.name += ", collector paused"
+    return load
 
 
 def pipeline_counts(analysis: Analysis, result: Plan) -> dict[str, int]:
@@ -286,17 +275,17 @@ def _git(*args: str) -> str:
 
 def print_table(size: Size, measures: list[Measure], bytes_per_pod: float) -> None:
     print(f"\n== {size.label} nodes/pods " + "=" * 60)
-    print(f"{'phase':40s} {'median':>9s} {'min':>9s} {'max':>9s} {'peak MiB':>9s}  runs")
+    print(f"{'phase':50s} {'median':>9s} {'min':>9s} {'max':>9s} {'peak MiB':>9s}  runs")
     for m in measures:
         print(
-            f"{m.name:40s} {m.median:8.3f}s {min(m.seconds):8.3f}s {max(m.seconds):8.3f}s "
+            f"{m.name:50s} {m.median:8.3f}s {min(m.seconds):8.3f}s {max(m.seconds):8.3f}s "
             f"{m.peak_bytes / MIB:9.1f}  {len(m.seconds)}"
         )
         if m.parts:
             parts = ", ".join(f"{k} {v:.3f}s" for k, v in m.parts.items())
-            print(f"{'':40s} ({parts})")
+            print(f"{'':50s} ({parts})")
         if m.counts and not m.name.startswith("load"):
-            print(f"{'':40s} " + ", ".join(f"{k} {v}" for k, v in m.counts.items()))
+            print(f"{'':50s} " + ", ".join(f"{k} {v}" for k, v in m.counts.items()))
     loads = [m for m in measures if m.name.startswith("load")]
     if loads:
         counts = ", ".join(f"{k} {v}" for k, v in loads[0].counts.items())
@@ -328,12 +317,18 @@ def bench_size(size: Size, args: argparse.Namespace) -> dict[str, Any]:
             state, retained = loaded, m.retained_bytes
         del loaded
     assert state is not None
+    if args.collector_rows:
+        print(f"  analyze+plan (default), collector running x{repeats} ...", flush=True)
+        measures.append(measure_pipeline(state, "default", DEFAULT_POLICY, repeats, paused=False))
+    gc.collect()
+    gc.freeze()  # as `respread plan` does after loading
     for name in args.policies:
         print(f"  analyze+plan ({name}) x{repeats} ...", flush=True)
         measures.append(measure_pipeline(state, name, POLICIES[name], repeats))
-    if args.gc_off and "json" in paths:
-        print(f"  load json and analyze+plan (default) with gc off x{repeats} ...", flush=True)
-        measures.extend(measure_without_gc(state, paths["json"], repeats))
+    gc.unfreeze()
+    if args.collector_rows and "json" in paths:
+        print(f"  load json, collector paused x{repeats} ...", flush=True)
+        measures.append(measure_load_paused(paths["json"], repeats))
     bytes_per_pod = retained / max(1, len(state.pods))
     print_table(size, measures, bytes_per_pod)
     return {
@@ -367,10 +362,11 @@ def main(argv: list[str] | None = None) -> int:
         help="YAML loading of a large cluster takes minutes",
     )
     parser.add_argument(
-        "--no-gc-off",
-        dest="gc_off",
+        "--no-collector-rows",
+        dest="collector_rows",
         action="store_false",
-        help="skip the extra JSON load and default-policy run with gc off",
+        help="skip the default-policy run with the collector running and the JSON load with "
+        "it paused",
     )
     parser.add_argument("--out", type=Path, default=BENCH / "out")
     args = parser.parse_args(argv)

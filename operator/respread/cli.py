@@ -73,7 +73,8 @@ def note(quiet: bool, started: float, what: str) -> None:
 def load_snapshot(paths: Sequence[str], quiet: bool = False) -> LoadResult:
     started = time.monotonic()
     texts = read_snapshot(paths)
-    result = load_texts(texts, taken_at=time.time())
+    with gc_paused():  # parsing makes hundreds of thousands of long-lived, acyclic objects
+        result = load_texts(texts, taken_at=time.time())
     state = result.state
     note(
         quiet,
