@@ -8,7 +8,8 @@ On the clusters bench/generate.py produces (cached in bench/out/ by run.py), for
   alone, median over the repeats;
 - respread: ``analyze`` + ``plan`` on the loaded ClusterState with the same arguments as an
   uncapped policy (tests/oracles/descheduler.policy_for: no caps, no cooldown, minPodAge 0),
-  median over the repeats;
+  median over the repeats, as respread runs it (the loaded state frozen, the cyclic collector
+  paused while it computes);
 - what each plan leaves: the plan is applied (respread's moves where it predicted them; the
   descheduler's evictions gone and their replacements placed by respread's landing predictor,
   the same assumption as the differential test, docs/oracles.md) and judged by respread's
@@ -50,6 +51,7 @@ from tests.oracles.descheduler import (  # noqa: E402
 )
 from tests.oracles.descheduler.build import descheduler_version, ensure_built  # noqa: E402
 
+from respread.collector import gc_paused  # noqa: E402
 from respread.replay import apply_moves  # noqa: E402
 from respread.snapshot import load_texts  # noqa: E402
 from run import Size, cluster_files, machine  # noqa: E402
@@ -107,13 +109,17 @@ def bench_size(size: Size, binary: Path, repeats: int, seed: int) -> dict[str, A
     now = max((p.created or 0.0) for p in state.pods) + 3600
     times = []
     result = None
+    gc.collect()
+    gc.freeze()  # as `respread plan` does after loading
     for i in range(repeats):
         gc.collect()
         t0 = time.perf_counter()
-        analysis, result = respread_plan(state, policy, now)
+        with gc_paused():  # as respread runs it (respread.collector)
+            analysis, result = respread_plan(state, policy, now)
         times.append(time.perf_counter() - t0)
         say(f"[{size.label}] respread analyze+plan run {i + 1}: {times[-1]:.2f}s")
         del analysis
+    gc.unfreeze()
     assert result is not None
     say(f"[{size.label}] judging both plans ...")
     before = residual(state, policy)
