@@ -32,11 +32,12 @@ from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.budgets import BudgetLedger, BudgetVerdict
-from respread.model import Labels, LabelSelector, Node, Op, Pod
+from respread.model import Labels, LabelSelector, Node, Pod
 from respread.nodesets import NodeSets
 from respread.placement import CapacityLedger
 from respread.policy import RebalancePolicy
 from respread.safety import pinned, protection
+from respread.selectors import narrowing
 from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
 
 
@@ -124,6 +125,9 @@ _Rule = tuple[int, str, Mapping[str, int], Mapping[str, str], int, bool, int]
 # whether minDomains is unmet, the most above the minimum.
 _RuleShape = tuple[int, str, CountTable, Mapping[str, str], bool, int]
 
+# A table of ``_Simulation.by_namespace``: its place there, id, selector, the table itself.
+_TableEntry = tuple[int, int, LabelSelector | None, CountTable]
+
 
 # How many pods of other workloads a step tries for a group their pods crowd.
 FOREIGN_TRIALS = 8
@@ -171,6 +175,7 @@ class _Simulation:
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[int, tuple[bool, ...]] = {}
         self._counting: dict[tuple[str, int], list[tuple[int, CountTable]]] = {}
+        self._tables_by_label: dict[str, dict[tuple[str, str] | None, list[_TableEntry]]] = {}
         self._rules: dict[tuple[int, int | None], list[_RuleShape]] = {}
         self._counted_others: dict[int, dict[int, list[Members]]] = {}
         self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
@@ -190,10 +195,27 @@ class _Simulation:
             counts_pod = self.index.counts_pod
             hit = self._counting[key] = [
                 (tid, table)
-                for tid, profile, i, table in self.by_namespace.get(pod.namespace, ())
-                if counts_pod(profile.constraints[i].selector, pod.labels)
+                for _, tid, selector, table in self._could_count_pod(pod)
+                if counts_pod(selector, pod.labels)
             ]
         return hit
+
+    def _could_count_pod(self, pod: Pod) -> list[_TableEntry]:
+        """The namespace's tables whose selector might count the pod, in ``by_namespace``
+        order: those with an In requirement only where the pod holds one of its values."""
+        index = self._tables_by_label.get(pod.namespace)
+        if index is None:
+            index = self._tables_by_label[pod.namespace] = defaultdict(list)
+            for n, (tid, profile, i, table) in enumerate(self.by_namespace[pod.namespace]):
+                selector = profile.constraints[i].selector
+                req = narrowing(selector)
+                for pair in [None] if req is None else [(req.key, v) for v in req.values]:
+                    index[pair].append((n, tid, selector, table))
+        found = {entry[0]: entry for entry in index.get(None, ())}
+        for pair in pod.labels.items():
+            for entry in index.get(pair, ()):
+                found[entry[0]] = entry
+        return [found[n] for n in sorted(found)]
 
     def shift(self, tables: list[tuple[int, CountTable]], node: str, delta: int) -> set[int]:
         changed = set()
@@ -558,9 +580,7 @@ class _Simulation:
         """The namespace's members a selector might count: with an In requirement, only those
         whose labels hold one of its values (then checked), else all of them."""
         members = self.members_by_namespace.get(namespace, [])
-        req = None
-        if selector is not None:
-            req = next((r for r in selector.requirements if r.op is Op.IN), None)
+        req = narrowing(selector)
         if req is None:
             return members
         by_pair = self._members_by_label.get(namespace)

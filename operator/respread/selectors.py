@@ -23,6 +23,14 @@ from respread.model import (
 )
 
 
+def narrowing(selector: LabelSelector | None) -> Requirement | None:
+    """The selector's first In requirement: labels it matches hold one of its values, so an
+    index by (key, value) finds every candidate. None: any labels may match."""
+    if selector is None:
+        return None
+    return next((r for r in selector.requirements if r.op is Op.IN), None)
+
+
 def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
     value = labels.get(req.key)
     if req.op is Op.IN:

@@ -43,7 +43,12 @@ from respread.model import (
     When,
     Workload,
 )
-from respread.selectors import affinity_matches, selector_matches, untolerated_taint
+from respread.selectors import (
+    affinity_matches,
+    narrowing,
+    selector_matches,
+    untolerated_taint,
+)
 
 HOSTNAME_KEY: Final = "kubernetes.io/hostname"
 
@@ -519,11 +524,7 @@ class SpreadIndex:
         values, so only those are visited (and still checked); else every label set is.
         """
         pods = self.pods_by_labels.get(namespace, {})
-        req = (
-            None
-            if selector is None
-            else next((r for r in selector.requirements if r.op is Op.IN), None)
-        )
+        req = narrowing(selector)
         if req is None:
             return pods.items()
         index = self._label_index.get(namespace)
