@@ -157,8 +157,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         loaded = load_live(args.kubeconfig, args.quiet)
     else:
         loaded = load_snapshot(args.snapshot, quiet=args.quiet)
-    # The loaded state lives until the process ends: keep the cyclic collector from walking
-    # its millions of objects again on every collection the analysis triggers.
+    # The loaded state lives until the process ends: keep the cyclic collector, paused while
+    # the analysis runs, from walking its millions of objects on the collections that
+    # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
     with gc_paused():

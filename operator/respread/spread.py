@@ -232,12 +232,11 @@ class SpreadIndex:
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
         self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
-        # Live, bound pods bucketed by shape: pods of one template share their (interned) labels,
-        # spec and owner, so per-template work (counting by labels here; profiles and workloads
-        # in the analysis) is done once per bucket. A bare pod is its own workload: never
-        # bucketed with its look-alikes.
-        # The others (unbound, terminating, finished) are bucketed too, apart, for the workloads'
-        # constraints.
+        # Pods bucketed by shape: pods of one template share their (interned) labels, spec and
+        # owner, so per-template work (counting by labels here; profiles and workloads in the
+        # analysis) is done once per bucket. A bare pod is its own workload: never bucketed with
+        # its look-alikes. Live, bound pods are bucketed apart from the others (unbound,
+        # terminating, finished), which count only towards the workloads' constraints.
         nodes, pods = self.nodes, state.pods
         shapes: dict[tuple[str, int, int, int | str, bool], list[int]] = {}
         for position, pod in enumerate(pods):
@@ -252,17 +251,17 @@ class SpreadIndex:
                 shapes[key] = [position]
             else:
                 bucket.append(position)
-        # positions in state.pods
+        # the live buckets, as positions in state.pods
         self.shapes: tuple[list[int], ...] = tuple(v for k, v in shapes.items() if k[4])
         # namespace -> labels -> node -> number of counted pods with exactly those labels.
         # Gathered by the labels' identity first (hashing Labels is a Python call).
         by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
         for positions in self.shapes:
             first = pods[positions[0]]
-            key2 = (first.namespace, id(first.labels))
-            entry = by_identity.get(key2)
+            labels_key = (first.namespace, id(first.labels))
+            entry = by_identity.get(labels_key)
             if entry is None:
-                entry = by_identity[key2] = (first.labels, {})
+                entry = by_identity[labels_key] = (first.labels, {})
             per_node = entry[1]
             for position in positions:
                 node = pods[position].node_name
