@@ -183,10 +183,11 @@ class ClusterCache:
         return sorted({w.kind for w in WATCHED} - self.synced)
 
     async def wait_ready(self, timeout: float | None = None) -> None:
-        """Until every kind is synced; CacheBehindError after `timeout` seconds (None: wait)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        """Until every kind is synced; CacheBehindError after `timeout` (CATCH_UP) seconds."""
+        timeout = CATCH_UP if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         while not self.ready():
-            if deadline is not None and time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 raise CacheBehindError(
                     f"the watches of {', '.join(self.unsynced())} are not synced with the API "
                     f"server after {timeout:.0f}s (disconnected or relisting); not planning"

@@ -22,7 +22,7 @@ from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
 from respread.report import build_report
 from respread.runtime import metrics
-from respread.runtime.cache import CATCH_UP, ClusterCache
+from respread.runtime.cache import ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.status import (
     Execution,
@@ -277,7 +277,7 @@ async def run_scan(
     started = time.monotonic()
     now = time.time()
     try:
-        await cache.wait_ready(CATCH_UP)  # no kind relisting or disconnected
+        await cache.wait_ready()  # no kind relisting or disconnected
         await cache.sweep(api)  # if a failed request made the cache suspect
         state = cache.snapshot()
         computed = await asyncio.to_thread(compute, state, policy, memory, now)
