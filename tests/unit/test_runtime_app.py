@@ -17,11 +17,9 @@ from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.policy import RebalancePolicy, parse_policy
 from respread.runtime import cache as cache_module
-from respread.runtime import operator as operator_module
 from respread.runtime import scan as scan_module
-from respread.runtime.cache import WATCHED, ClusterCache
+from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
-from respread.runtime.cache import CacheBehindError
 from respread.runtime.operator import GRACE, STALE_FACTOR, App
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
