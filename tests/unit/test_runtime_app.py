@@ -323,3 +323,68 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---- Events only for changes ---------------------------------------------------------------
+
+
+def found(name: str, skew: int = 2) -> dict[str, Any]:
+    return {
+        **violation("ScaleDown", "web went from 9 to 4 pods", name),
+        "skew": skew,
+        "maxSkew": 1,
+        "message": "2 evictions fix it",
+    }
+
+
+def key(name: str) -> tuple[str, str, str, str]:
+    return ("ns", "Deployment", name, "zone")
+
+
+@pytest.mark.parametrize(
+    ("known", "current", "expected"),
+    [
+        # nothing changed: no Event, however many violations there are
+        ({"a", "b"}, ["a", "b"], []),
+        (set(), [], []),
+        # a few new violations: one Event each
+        ({"a"}, ["a", "b"], [("ViolationFound", True, "ns/b: zone skew 2 > maxSkew 1")]),
+        # resolved: one Event for all of them
+        ({"a", "b", "c"}, ["a"], [("ViolationsResolved", False, "2 violation(s) resolved")]),
+        # many new: one Event naming the first few and counting the rest
+        (set(), [f"w{i}" for i in range(40)], [("ViolationsFound", True, "40 new violations")]),
+        (
+            {"old"},
+            [f"w{i}" for i in range(6)],
+            [
+                ("ViolationsFound", True, "6 new violations: ns/w0 (zone skew 2), "),
+                ("ViolationsResolved", False, "1 violation(s) resolved: ns/Deployment/old zone"),
+            ],
+        ),
+    ],
+)
+def test_events_say_what_changed_since_the_last_scan(
+    known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
+) -> None:
+    report = {"violations": [found(name) for name in current]}
+    events = scan_module.change_events(
+        scan_module.changes(report, frozenset(key(k) for k in known))
+    )
+    assert [(reason, warning) for reason, warning, _ in events] == [
+        (reason, warning) for reason, warning, _ in expected
+    ]
+    for (_, _, message), (_, _, start) in zip(events, expected, strict=True):
+        assert message.startswith(start), message
+    changed = len(set(current) - known) + len(known - set(current))
+    assert len(events) <= changed
+
+
+def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_those_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The status shows at most report.maxItems violations; what is new is judged against the
+    operator's memory of every violation, so a scan that changes nothing posts nothing."""
+    memory = PolicyMemory()
+    many = {"violations": [found(f"w{i}") for i in range(50)]}
+    memory.carry_causes(many)
+    assert scan_module.changes(many, frozenset(memory.causes)) == scan_module.Changes([], [])

@@ -91,7 +91,7 @@ def watch_events(
 ) -> Iterator[dict[str, Any]]:
     """The watch events of `path` after `resource_version`, bookmarks included, until the server
     ends the stream (after `server_timeout` seconds). A silent connection is given up after
-    `read_timeout` seconds without a byte (the server sends bookmarks well within that).
+    `read_timeout` seconds without a byte.
 
     The request is made at once (a refusal raises here); the events are read as iterated."""
     query: list[tuple[str, Any]] = [

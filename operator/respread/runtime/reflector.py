@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 BACKOFF = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0)
 SERVER_TIMEOUT = 300  # seconds the API server keeps a watch open (jittered up to +20%)
-READ_TIMEOUT = 150.0  # seconds without a byte (bookmarks come every minute) before giving up
+# A silent connection is given up this long after the server should have ended the stream.
+READ_SLACK = 30.0
 
 
 @dataclass
@@ -138,7 +139,7 @@ class Reflector:
             self.watched.path,
             self.version,
             server_timeout=timeout,
-            read_timeout=READ_TIMEOUT,
+            read_timeout=timeout + READ_SLACK,
         )
         self.cache.set_synced(self.kind, True)  # the server replays from our version on
         for event in events:
