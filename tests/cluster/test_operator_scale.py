@@ -117,10 +117,12 @@ def test_memory_per_pod_requests_and_events_per_scan_stay_small(
         )
         mark = audit_log.mark()
         wait_for(
-            lambda: (scanned_after(custom, name, time.time() - 1) or {})
-            .get("summary", {})
-            .get("violations")
-            == 2 * skewed,
+            lambda: (
+                (scanned_after(custom, name, time.time() - 1) or {})
+                .get("summary", {})
+                .get("violations")
+                == 2 * skewed
+            ),
             180,
             "a scan of both populations",
         )

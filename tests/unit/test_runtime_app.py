@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.changes import Changes, change_events, changes
 from respread.collector import gc_paused
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
@@ -367,9 +368,7 @@ def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
     report = {"violations": [found(name) for name in current]}
-    events = scan_module.change_events(
-        scan_module.changes(report, frozenset(key(k) for k in known))
-    )
+    events = change_events(changes(report, frozenset(key(k) for k in known)))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]
@@ -387,4 +386,4 @@ def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_th
     memory = PolicyMemory()
     many = {"violations": [found(f"w{i}") for i in range(50)]}
     memory.carry_causes(many)
-    assert scan_module.changes(many, frozenset(memory.causes)) == scan_module.Changes([], [])
+    assert changes(many, frozenset(memory.causes)) == Changes([], [])
