@@ -221,8 +221,10 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
         if _request_kind(e) == "create events" and e.get("responseStatus", {}).get("code", 0) < 300
     )
     # Requests between the first and the last scan seen, per scan.
-    if len(written) >= 2:
-        first_wall = t0_wall + (written[0] - started)
+    # Requests between the second and the last report seen (the first scan's Events, posted
+    # after its report, stay out), per scan.
+    if len(written) >= 3:
+        first_wall = t0_wall + (written[1] - started)
         last_wall = t0_wall + (written[-1] - started)
         counts: dict[str, int] = {}
         for e in events:
@@ -230,7 +232,7 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
             if first_wall < at <= last_wall:
                 kind = _request_kind(e)
                 counts[kind] = counts.get(kind, 0) + 1
-        n = len(written) - 1
+        n = len(written) - 2
         row.requests_per_scan = {k: round(v / n, 2) for k, v in sorted(counts.items())}
 
 

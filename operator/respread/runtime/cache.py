@@ -107,6 +107,7 @@ class ClusterCache:
         self._versions: dict[str, dict[Key, str]] = {w.kind: {} for w in WATCHED}
         self.listed: set[str] = set()  # kinds listed at least once
         self.synced: set[str] = set()  # kinds listed and watched without a gap since
+        self.failing: dict[str, str] = {}  # kinds whose list or watch failed: the last error
         self.suspect = False  # a request failed since the last verification began
         self.malformed = 0
         self._touched: dict[str, set[Key]] | None = None  # during a verification
@@ -162,16 +163,21 @@ class ClusterCache:
                 versions.pop(key, None)
             self.listed.add(kind)
             self.synced.add(kind)
+            self.failing.pop(kind, None)
         if gone:
             log.info("%s: forgot %d object(s) deleted while the watch was away", kind, len(gone))
         return len(gone)
 
-    def set_synced(self, kind: str, synced: bool) -> None:
+    def set_synced(self, kind: str, synced: bool, error: str | None = None) -> None:
+        """The kind's watch is current again, or not (`error`: it failed, and is retried)."""
         with self._lock:
             if synced and kind in self.listed:
                 self.synced.add(kind)
+                self.failing.pop(kind, None)
             else:
                 self.synced.discard(kind)
+                if error is not None:
+                    self.failing[kind] = error
 
     # ---- readiness ------------------------------------------------------------------------
 
@@ -183,10 +189,18 @@ class ClusterCache:
         return sorted({w.kind for w in WATCHED} - self.synced)
 
     async def wait_ready(self, timeout: float | None = None) -> None:
-        """Until every kind is synced; CacheBehindError after `timeout` (CATCH_UP) seconds."""
+        """Until every kind is synced: CacheBehindError after `timeout` (CATCH_UP) seconds, or at
+        once when a kind's list or watch is failing (the API server away or refusing)."""
         timeout = CATCH_UP if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while not self.ready():
+            failing = {k: e for k, e in self.failing.items() if k not in self.synced}
+            if failing:
+                kind, error = sorted(failing.items())[0]
+                raise CacheBehindError(
+                    f"the watches of {', '.join(sorted(failing))} are failing ({kind}: "
+                    f"{error[:200]}); not planning"
+                )
             if time.monotonic() > deadline:
                 raise CacheBehindError(
                     f"the watches of {', '.join(self.unsynced())} are not synced with the API "

@@ -96,7 +96,7 @@ class Reflector:
                 self.cache.begin_listing(self.kind)
             except Exception as err:  # the API server away, refusing, or a broken stream
                 self.failures += 1
-                self.cache.set_synced(self.kind, False)
+                self.cache.set_synced(self.kind, False, error=f"{type(err).__name__}: {err}")
                 self.cache.mark_suspect(f"the {self.watched.plural} watch failed: {err}"[:300])
                 delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
                 attempt += 1

@@ -330,6 +330,9 @@ async def run_scan(
                 **(memory.previous_status or {}),
                 "conditions": status["conditions"],
             }
+        except PolicyGoneError:
+            log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
+            return False
         except Exception:  # the API server may be the reason the scan failed
             log.warning("could not report the failed scan of %s", policy.name)
     finally:
