@@ -392,7 +392,7 @@ def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_th
 def test_a_scan_fails_at_once_while_a_watch_is_failing_and_waits_while_one_relists() -> None:
     cache = synced(ClusterCache())
     cache.set_synced("Pod", False, error="MaxRetryError: connection refused")
-    with pytest.raises(CacheBehindError, match="Pod are failing .*connection refused"):
+    with pytest.raises(CacheBehindError, match=r"Pod are failing .*connection refused"):
         asyncio.run(cache.wait_ready(30))  # at once, not after 30 s
     cache.begin_listing("Pod")  # reconnected, relisting: no error, so wait for it
     cache.end_listing("Pod", set())
