@@ -110,7 +110,7 @@ def _request_kind(e: dict[str, Any]) -> str:
     return f"{verb} {resource}"
 
 
-def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
+def measure(cp: ControlPlane, row: Row, args: argparse.Namespace, policy: str = POLICY) -> None:
     scans, interval, timeout = args.scans, args.interval, args.timeout
     kubeconfig = cp.user_kubeconfig(OPERATOR_USER, groups=["system:masters"])
     api = config.new_client_from_config(config_file=str(cp.kubeconfig))
@@ -154,7 +154,7 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
         {
             "apiVersion": "respread.io/v1alpha1",
             "kind": "RebalancePolicy",
-            "metadata": {"name": POLICY},
+            "metadata": {"name": policy},
             "spec": {"mode": "DryRun", "schedule": {"interval": interval}},
         },
     )
@@ -171,12 +171,12 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
                 if row.listed_s is None and "listed every watched kind" in line:
                     row.listed_s = time.monotonic() - started
                 m = SCAN_LINE.search(line)
-                if m and m.group(1) == POLICY:
+                if m and m.group(1) == policy:
                     scan_times.append((time.monotonic(), float(m.group(2))))
             seen = len(lines)
             st = (
                 custom.get_cluster_custom_object(
-                    "respread.io", "v1alpha1", "rebalancepolicies", POLICY
+                    "respread.io", "v1alpha1", "rebalancepolicies", policy
                 ).get("status")
                 or {}
             )
@@ -192,8 +192,11 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
         sampler.join()
         if args.profile_memory and proc.poll() is None:
             proc.send_signal(signal.SIGUSR2)
-            time.sleep(30)
             profile = cp.tmp / "memprofile.txt"
+            for _ in range(600):  # a snapshot of a large heap takes minutes
+                if profile.exists():
+                    break
+                time.sleep(1)
             if profile.exists():
                 kept = REPO / "bench" / "out" / f"memprofile-{row.pods}.txt"
                 kept.parent.mkdir(exist_ok=True)
@@ -258,8 +261,10 @@ def _ts(text: str) -> float:
         return 0.0
 
 
-def run_size(nodes: int, pods: int, args: argparse.Namespace) -> Row:
-    row = Row(nodes, pods)
+def run_sizes(sizes: list[tuple[int, int]], args: argparse.Namespace) -> list[Row]:
+    """One control plane, grown from one size to the next (nodes and pods added, each size's
+    share skewed alike), with a fresh operator and policy measured at each size."""
+    rows: list[Row] = []
     tmp = Path(tempfile.mkdtemp(prefix="respread-scale-"))
     cp = ControlPlane(resolve_assets(), tmp)
     cp.audit_policy.write_text(AUDIT_POLICY)
@@ -270,17 +275,23 @@ def run_size(nodes: int, pods: int, args: argparse.Namespace) -> Row:
         ext.create_custom_resource_definition(
             yaml.safe_load((REPO / "crds" / "rebalancepolicy.yaml").read_text())
         )
-        t0 = time.monotonic()
-        print(f"populating {nodes} nodes / {pods} pods ...", file=sys.stderr, flush=True)
-        populate(api, nodes, pods, prefix="bench")
-        row.populate_s = time.monotonic() - t0
-        time.sleep(3)  # CRD established long since; let the API server settle
-        measure(cp, row, args)
+        have_nodes = have_pods = 0
+        for i, (nodes, pods) in enumerate(sizes):
+            row = Row(nodes, pods)
+            t0 = time.monotonic()
+            print(f"growing to {nodes} nodes / {pods} pods ...", file=sys.stderr, flush=True)
+            populate(api, nodes - have_nodes, pods - have_pods, prefix=f"b{i}")
+            have_nodes, have_pods = nodes, pods
+            row.populate_s = time.monotonic() - t0
+            time.sleep(3)
+            measure(cp, row, args, policy=f"{POLICY}-{i}")
+            rows.append(row)
+            print(table([row]).splitlines()[-1], flush=True)
     finally:
         cp.stop()
         if not args.keep:
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
-    return row
+    return rows
 
 
 def table(rows: list[Row]) -> str:
@@ -323,12 +334,8 @@ def main() -> int:
         help="tracemalloc in the operator; its top allocation sites go to bench/out/",
     )
     args = parser.parse_args()
-    rows = []
-    for size in args.sizes.split(","):
-        nodes, pods = (int(x) for x in size.split(":"))
-        row = run_size(nodes, pods, args)
-        rows.append(row)
-        print(table([row]).splitlines()[-1], flush=True)
+    sizes = [(int(n), int(p)) for n, p in (x.split(":") for x in args.sizes.split(","))]
+    rows = run_sizes(sorted(sizes), args)
     print()
     print(table(rows))
     outdir = REPO / "bench" / "out"
