@@ -29,17 +29,19 @@ RUN python -m venv /opt/build \
  && /opt/build/bin/pip install --require-hashes --no-deps --only-binary :all: -r requirements/build.txt \
  && python -m venv --without-pip /opt/venv \
  && /opt/build/bin/pip --python /opt/venv/bin/python install --require-hashes --no-deps \
-      --only-binary :all: --no-compile -r requirements/image.txt
+      --only-binary :all: --no-compile -r requirements/image.txt \
+ && python -m compileall -q -j 0 --invalidation-mode checked-hash /opt/venv/lib
 # Only what the package build needs (pyproject.toml names README.md as the long description).
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
 # respread's wheel, built with the locked setuptools (no build isolation, so nothing unpinned is
 # fetched), installed without dependencies (they are all in the lock). The root filesystem is
-# read-only at run time, so every .pyc is written here: hash-based (checked against the source's
-# hash, not its mtime), so they stay valid whatever the layers do to timestamps.
+# read-only at run time, so every .pyc is written here (the dependencies' in the layer above):
+# hash-based (checked against the source's hash, not its mtime), so they stay valid whatever the
+# layers do to timestamps.
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /tmp/dist . \
  && /opt/build/bin/pip --python /opt/venv/bin/python install --no-deps --no-compile /tmp/dist/*.whl \
- && python -m compileall -q -j 0 --invalidation-mode checked-hash /opt/venv/lib \
+ && python -m compileall -q --invalidation-mode checked-hash /opt/venv/lib/python3*/site-packages/respread \
  && /opt/venv/bin/respread --help > /dev/null
 
 FROM ${PYTHON_IMAGE} AS runtime
