@@ -20,14 +20,16 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 from kube_harness import ControlPlane, free_port
 from kube_helpers import FakeNodes, spread_deployment, status_of, wait_for, wait_pods_ready
 from kubernetes import client
-from operator_fixtures import StartOperator
+
+if TYPE_CHECKING:
+    from operator_fixtures import StartOperator
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # crd, operator_factory
