@@ -35,12 +35,13 @@ RUN python -m venv /opt/build \
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
 # respread's wheel, built with the locked setuptools (no build isolation, so nothing unpinned is
-# fetched), installed without dependencies (they are all in the lock). The root filesystem is
-# read-only at run time, so every .pyc is written here (the dependencies' in the layer above):
-# hash-based (checked against the source's hash, not its mtime), so they stay valid whatever the
-# layers do to timestamps.
+# fetched), installed without dependencies (all are in the lock; `pip check` proves none is
+# missing). The root filesystem is read-only at run time, so every .pyc is written here (the
+# dependencies' in the layer above): hash-based (checked against the source's hash, not its
+# mtime), so they stay valid whatever the layers do to timestamps.
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /tmp/dist . \
  && /opt/build/bin/pip --python /opt/venv/bin/python install --no-deps --no-compile /tmp/dist/*.whl \
+ && /opt/build/bin/pip --python /opt/venv/bin/python check \
  && python -m compileall -q --invalidation-mode checked-hash /opt/venv/lib/python3*/site-packages/respread \
  && /opt/venv/bin/respread --help > /dev/null
 
