@@ -1,11 +1,13 @@
 """deploy/monitoring/ against a real Prometheus scraping a real operator.
 
-A Deployment spread over two zones gets a third (as when an autoscaler adds nodes): the skew
-is 3 against maxSkew 1. The operator (Enforce, scanning every 10 s) reports it and evicts; a real
-Prometheus (Debian's `prometheus` package) scrapes its /metrics every second. Then every
-dashboard panel query is evaluated over the test's time range and every alert expression at its
-end: none may error, and every panel but "Scan failures" (no scan fails here) must return data.
-The operator's /metrics also passes `promtool check metrics`.
+Two Deployments spread over two zones get a third (as when an autoscaler adds nodes): the skew
+is 3 against maxSkew 1. One operator runs two policies scanning every 10 s: Enforce for the
+first Deployment (it evicts), DryRun for the other (the violation lasts). A real Prometheus
+(Debian's `prometheus` package) scrapes its /metrics every second. Then every dashboard panel
+query is evaluated over the test's time range and every alert expression at its end: none may
+error, every panel but "Scan failures" (no scan fails here) must return data, and the alerts'
+expressions select exactly the DryRun policy's lasting violation. The operator's /metrics also
+passes `promtool check metrics`.
 
 Skipped, saying why, where Prometheus is not installed (hack/test installs it).
 """
@@ -153,90 +155,136 @@ def test_every_dashboard_query_and_alert_evaluates_on_a_scraped_operator(
     apps_v1: client.AppsV1Api,
 ) -> None:
     custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones({"zone-a": 2, "zone-b": 2})
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 6, node_selector=fake_nodes.node_selector)
-    )
-    wait_pods_ready(core_v1, namespace, "app=web", 6)
-    fake_nodes.create_zones({"zone-c": 2})  # 3/3/0: skew 3 > maxSkew 1
-
-    port = free_port()
-    op = operator_factory("--metrics-port", str(port))
-    prom = prometheus(f"127.0.0.1:{port}")
-    start = time.time()
-    name = f"mon-{namespace}"
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": "Enforce",
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaces": {"include": [namespace]}},
-                "eviction": {"minPodAge": "0s", "cooldown": "1s"},
-            },
-        },
-    )
+    # Two Deployments, each in its own namespace with its own policy: Enforce repairs `web`
+    # (evictions), DryRun leaves `api` violated (lasting violations).
+    watched = f"{namespace}-dry"
+    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=watched)))
+    policies: list[str] = []
     try:
-        wait_for(
-            lambda: status_of(custom, name).get("summary", {}).get("violations") == 1,
-            90,
-            "the violation reported",
-        )
-
-        def scraped(query: str) -> bool:
-            result = prom.api("query", query=query)
-            assert result["status"] == "success", result
-            return bool(result["data"]["result"])
-
-        # Evictions happened and were scraped, and Prometheus saw a few scans.
-        wait_for(
-            lambda: scraped('sum(respread_evictions_total{result="Evicted"}) > 0'),
-            120,
-            "an eviction scraped by Prometheus",
-        )
-        wait_for(
-            lambda: scraped("sum(respread_scan_duration_seconds_count) >= 3"),
-            60,
-            "three scans scraped",
-        )
-        time.sleep(3)  # a few more samples after the last change
-        end = time.time()
-        assert op.alive, op.text()[-3000:]
-
-        empty, errors = [], []
-        for title, expr in dashboard_targets():
-            result = prom.api(
-                "query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step="1"
+        fake_nodes.create_zones({"zone-a": 2, "zone-b": 2})
+        for ns, app in ((namespace, "web"), (watched, "api")):
+            apps_v1.create_namespaced_deployment(
+                ns, spread_deployment(app, 6, node_selector=fake_nodes.node_selector)
             )
-            if result["status"] != "success":
-                errors.append(f"{title}: {expr}: {result.get('error')}")
-            elif not result["data"]["result"] and title not in MAY_BE_EMPTY:
-                empty.append(f"{title}: {expr}")
-        for alert, expr in alert_exprs():
-            result = prom.api("query", query=expr, time=f"{end:.3f}")
-            if result["status"] != "success":
-                errors.append(f"alert {alert}: {expr}: {result.get('error')}")
-        assert errors == []
-        assert empty == []
+        for ns, app in ((namespace, "web"), (watched, "api")):
+            wait_pods_ready(core_v1, ns, f"app={app}", 6)
+        fake_nodes.create_zones({"zone-c": 2})  # 3/3/0: skew 3 > maxSkew 1, for both
 
-        # The values the key panels show are the operator's.
-        skew = prom.api("query_range", query="max(respread_skew)", start=f"{start:.3f}",
-                        end=f"{end:.3f}", step="1")  # fmt: skip
-        assert max(float(v) for _, v in skew["data"]["result"][0]["values"]) == 3.0
-
-        # The operator's own exposition is clean for promtool.
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            exposition = r.read()
-        promtool = shutil.which("promtool")
-        assert promtool is not None  # Debian's prometheus package ships both
-        check = subprocess.run(
-            [promtool, "check", "metrics"], input=exposition, capture_output=True, check=False
-        )
-        assert check.returncode == 0, (check.stdout + check.stderr).decode()
+        port = free_port()
+        op = operator_factory("--metrics-port", str(port))
+        prom = prometheus(f"127.0.0.1:{port}")
+        start = time.time()
+        enforce, dry = f"mon-{namespace}", f"mon-{watched}"
+        for name, ns, mode in ((enforce, namespace, "Enforce"), (dry, watched, "DryRun")):
+            custom.create_cluster_custom_object(
+                GROUP,
+                VERSION,
+                PLURAL,
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": "RebalancePolicy",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "mode": mode,
+                        "schedule": {"interval": "10s"},
+                        "selector": {"namespaces": {"include": [ns]}},
+                        "eviction": {"minPodAge": "0s", "cooldown": "1s"},
+                    },
+                },
+            )
+            policies.append(name)
+        run_and_evaluate(custom, op, prom, port, start, enforce, dry)
     finally:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        for name in policies:
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        core_v1.delete_namespace(watched, propagation_policy="Background")
+
+
+def run_and_evaluate(
+    custom: client.CustomObjectsApi,
+    op: Any,
+    prom: Prometheus,
+    port: int,
+    start: float,
+    enforce: str,
+    dry: str,
+) -> None:
+    for name in (enforce, dry):
+        wait_for(
+            lambda name=name: status_of(custom, name).get("summary", {}).get("violations") == 1,  # type: ignore[misc]
+            90,
+            f"the violation reported by {name}",
+        )
+
+    def scraped(query: str) -> bool:
+        result = prom.api("query", query=query)
+        assert result["status"] == "success", result
+        return bool(result["data"]["result"])
+
+    # Evictions happened and were scraped, and Prometheus saw the DryRun policy scan a few times.
+    wait_for(
+        lambda: scraped(
+            f'sum(respread_evictions_total{{policy="{enforce}", result="Evicted"}}) > 0'
+        ),
+        120,
+        "an eviction scraped by Prometheus",
+    )
+    wait_for(
+        lambda: scraped(
+            f'changes(respread_last_scan_timestamp_seconds{{policy="{dry}"}}[5m]) >= 3'
+        ),
+        90,
+        "three more scans of the DryRun policy scraped",
+    )
+    wait_for(
+        lambda: status_of(custom, enforce).get("summary", {}).get("violations") == 0,
+        120,
+        "the Enforce policy to repair its Deployment",
+    )
+    time.sleep(3)  # a few more samples after the last change
+    end = time.time()
+    assert op.alive, op.text()[-3000:]
+
+    empty, errors = [], []
+    for title, expr in dashboard_targets():
+        result = prom.api(
+            "query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step="1"
+        )
+        if result["status"] != "success":
+            errors.append(f"{title}: {expr}: {result.get('error')}")
+        elif not result["data"]["result"] and title not in MAY_BE_EMPTY:
+            empty.append(f"{title}: {expr}")
+    firing: dict[str, list[dict[str, str]]] = {}
+    for alert, expr in alert_exprs():
+        result = prom.api("query", query=expr, time=f"{end:.3f}")
+        if result["status"] != "success":
+            errors.append(f"alert {alert}: {expr}: {result.get('error')}")
+        else:
+            firing[alert] = [r["metric"] for r in result["data"]["result"]]
+    assert errors == []
+    assert empty == []
+
+    # What the alerts' expressions say about this operator (their `for:` aside): the DryRun
+    # policy's violation has lasted through its scans; nothing else is wrong.
+    assert firing == {
+        "RespreadScansFailing": [],
+        "RespreadScansStale": [],
+        "RespreadNoLeader": [],
+        "RespreadViolationsPersist": [{"policy": dry}],
+        "RespreadEvictionsFailing": [],
+    }
+
+    # The values the key panels show are the operator's.
+    skew = prom.api("query_range", query=f'max(respread_skew{{policy="{dry}"}})',
+                    start=f"{start:.3f}", end=f"{end:.3f}", step="1")  # fmt: skip
+    assert {float(v) for _, v in skew["data"]["result"][0]["values"]} == {3.0}
+
+    # The operator's own exposition is clean for promtool.
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        exposition = r.read()
+    promtool = shutil.which("promtool")
+    assert promtool is not None  # Debian's prometheus package ships both
+    check = subprocess.run(
+        [promtool, "check", "metrics"], input=exposition, capture_output=True, check=False
+    )
+    assert check.returncode == 0, (check.stdout + check.stderr).decode()
