@@ -339,6 +339,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # One INFO line per scan is respread's own; the scheduler's per-run lines and kopf's
+        # per-handler lines (every status write comes back as a policy event) stay at DEBUG.
+        for noisy in ("apscheduler", "kopf.objects"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         run(
             kubeconfig=args.kubeconfig,

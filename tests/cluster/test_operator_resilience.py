@@ -641,11 +641,11 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
     """The operator reaches the API server through a relay that the test cuts. While it is cut,
     the Deployment is scaled down from 3/3/3 to 0/1/3, a second policy is deleted, and the API
     server is restarted, so the resource versions the operator's watches would resume from are
-    gone: on reconnecting every watch gets 410 Gone and kopf relists. A relisting shows what
+    gone: on reconnecting every watch gets 410 Gone and lists again. A relisting shows what
     exists, never what was deleted: once relisted, the operator must neither keep counting the
     five deleted pods (which would hide the skew) nor keep scanning the deleted policy.
 
-    And no scan plans from the cache as it was when the relay was cut: kopf's watches come back
+    And no scan plans from the cache as it was when the relay was cut: the watches come back
     only after their back-off, but the operator's scans failed while the relay was cut, so the
     next scan first checks the cache against the API server and waits for the watches to catch
     up. Every status written after the relay's return reports the skew."""
@@ -677,7 +677,7 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
             assert counts == {"zone-a": 0, "zone-b": 1, "zone-c": 3}
             custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, gone)
             e2e_cluster.restart_apiserver()
-            # Keep the relay cut for 25 s: kopf's watches retry after 1, 2, 5, 10, 20 s, so
+            # Keep the relay cut for 25 s: the watches retry after 1, 2, 5, 10, 20 s, so
             # they come back some 10-15 s after the relay does, and a scan (every 10 s) runs in
             # between, on a cache that has not seen the scale-down unless it waits for them.
             time.sleep(max(0.0, 25 - (time.monotonic() - cut_at)))
@@ -685,10 +685,7 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
             proxy.restore()
 
             def relisted() -> bool:
-                return any(
-                    "Restarting the watch-stream for pods" in line
-                    for line in op.text().splitlines()
-                )
+                return any("Pod: relisted" in line for line in op.text().splitlines())
 
             wait_for(relisted, 90, "the pods watch to get 410 Gone and relist")
             relisted_at = time.time()
