@@ -791,7 +791,8 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     kinds = sorted(d["kind"] for d in kustomized)
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
-        "Namespace", "RebalancePolicy", "Role", "RoleBinding", "Service", "ServiceAccount",
+        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "RoleBinding", "Service",
+        "ServiceAccount",
     ])  # fmt: skip
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
         if d["kind"] == "RebalancePolicy":
@@ -801,3 +802,15 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     )
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"rebalancepolicy.respread.io/default \w+ \(server dry run\)", proc.stdout)
+
+
+def test_the_operators_budget_covers_its_replicas_one_at_a_time(
+    kustomized: list[dict[str, Any]],
+) -> None:
+    [deployment] = [d for d in kustomized if d["kind"] == "Deployment"]
+    [budget] = [d for d in kustomized if d["kind"] == "PodDisruptionBudget"]
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selector = budget["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= labels.items()
+    assert budget["spec"]["maxUnavailable"] == 1 < deployment["spec"]["replicas"]

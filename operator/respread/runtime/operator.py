@@ -191,8 +191,10 @@ def _now() -> datetime:
 def _token(config: Any) -> str | None:
     """The bearer token, wherever this kubernetes client version keeps it."""
     keys = config.api_key or {}
-    raw = keys.get("BearerToken") or keys.get("authorization") or ""
-    return str(raw).removeprefix("Bearer ").strip() or None
+    raw = str(keys.get("BearerToken") or keys.get("authorization") or "").strip()
+    # A kubeconfig's token comes bare; the in-cluster loader stores "bearer <token>" (lower case).
+    scheme, _, rest = raw.partition(" ")
+    return (rest if scheme.lower() == "bearer" else raw).strip() or None
 
 
 def build_registry(app: App) -> kopf.OperatorRegistry:
