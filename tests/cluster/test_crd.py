@@ -66,6 +66,10 @@ DEFAULTED_SPEC: dict[str, Any] = {
         },
     },
     "report": {"maxItems": 20},
+    "remediation": {
+        "evict": True,
+        "deletionCost": {"enabled": False, "takeOver": False, "maxPatchesPerScan": 50},
+    },
 }
 
 
@@ -313,6 +317,12 @@ VALID_SPECS: dict[str, dict[str, Any]] = {
             },
         }
     },
+    "remediation-deletion-cost": {
+        "remediation": {
+            "evict": False,
+            "deletionCost": {"enabled": True, "takeOver": True, "maxPatchesPerScan": 1000},
+        }
+    },
     "report-bounds-low": {"report": {"maxItems": 1}},
     "report-bounds-high": {"report": {"maxItems": 500}},
     "soft-constraints": {"constraints": {"whenUnsatisfiable": ["DoNotSchedule", "ScheduleAnyway"]}},
@@ -384,6 +394,11 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
         "spec.constraints.whenUnsatisfiable",
     ),
     "report-max-items-too-many": ({"report": {"maxItems": 501}}, "spec.report.maxItems"),
+    "deletion-cost-patches-zero": (
+        {"remediation": {"deletionCost": {"maxPatchesPerScan": 0}}},
+        "spec.remediation.deletionCost.maxPatchesPerScan",
+    ),
+    "evict-not-bool": ({"remediation": {"evict": "no"}}, "spec.remediation.evict"),
     "interval-below-10s": ({"schedule": {"interval": "5s"}}, "spec.schedule.interval"),
     "interval-no-unit": ({"schedule": {"interval": "300"}}, "spec.schedule.interval"),
     "cron-three-fields": ({"schedule": {"cron": "* * *"}}, "spec.schedule.cron"),
