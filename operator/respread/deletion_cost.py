@@ -1,0 +1,615 @@
+"""Pod-deletion-cost ordering: the scale-in order that keeps a workload's spread constraints.
+
+The ReplicaSet controller picks the pods a scale-in deletes by its own ranking, never by
+topology: unassigned pods first, then Pending, Unknown, then Running pods that are not Ready,
+then the lowest ``controller.kubernetes.io/pod-deletion-cost``, then the pods doubled up on a
+node, then the most recently Ready, then the youngest. Only the cost is ours to set. So, per
+ReplicaSet of a Deployment (or a ReplicaSet of its own) with hard spread constraints:
+
+1. Its active pods are split into the controller's *tiers* (the ranking before the cost). The
+   tiers are removed in that order whatever the costs; within a tier the cost decides.
+2. Removals are simulated one at a time on working copies of the count tables the rest of
+   respread uses (spread.py), and each state is judged exactly as the analysis judges a group
+   (analysis.violating_nodes): every hard constraint of the workload, and every other
+   workload's hard constraint whose selector counts these pods and that was balanced before.
+3. A depth-first search (pods on one node in one tier are interchangeable, so it branches on
+   nodes, prefers the most crowded domains, and remembers dead ends) finds an order that keeps
+   every state within maxSkew whenever one exists, within a bounded number of steps. Past the
+   bound, or when no such order exists (the workload is already violated, or other workloads'
+   pods make it impossible), each step takes the removal that leaves the fewest misplaced pods.
+4. The first pod to remove gets the lowest cost. Costs are written only when the order they
+   give today differs from (and is worse than) the one computed: a current order that is as
+   good is kept, so a scale-in does not make every remaining pod's cost change.
+
+Pods whose cost annotation another field manager owns (metadata.managedFields) are conflicts:
+their ReplicaSet is left alone, unless the policy takes over. StatefulSets, DaemonSets, Jobs,
+bare pods and other controllers are never given costs; they are listed with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from itertools import pairwise
+from typing import Final
+
+from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
+from respread.model import Phase, Pod
+from respread.policy import DeletionCostSettings
+from respread.snapshot import DELETION_COST
+from respread.spread import CountTable, SpreadIndex, pod_counts
+
+FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
+ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
+SEARCH_STEPS: Final = 2000  # removals the search may try per ReplicaSet, beyond one per pod
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+
+EXCLUSION_REASONS: Final[Mapping[str, str]] = {
+    "StatefulSet": "a StatefulSet removes its highest ordinal first; pod-deletion-cost has no say",
+    "DaemonSet": "a DaemonSet runs one pod per node and is never scaled in",
+    "Pod": "a bare pod: no controller scales it in",
+    "Job": "a Job's pods finish; it is not scaled in by pod-deletion-cost",
+}
+
+
+class Tier(IntEnum):
+    """The ReplicaSet controller's ranking before the cost: lower tiers are deleted first."""
+
+    UNASSIGNED = 0
+    PENDING = 1
+    UNKNOWN = 2
+    NOT_READY = 3
+    READY = 4
+
+
+def tier(pod: Pod) -> Tier:
+    if pod.node_name is None:
+        return Tier.UNASSIGNED
+    if pod.phase is Phase.PENDING:
+        return Tier.PENDING
+    if pod.phase is Phase.UNKNOWN:
+        return Tier.UNKNOWN
+    return Tier.READY if pod.ready else Tier.NOT_READY
+
+
+def current_cost(pod: Pod) -> int | None:
+    """The pod's pod-deletion-cost; None when absent or unreadable (the controller reads 0)."""
+    raw = pod.annotations.get(DELETION_COST)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        return None
+    return value if INT32_MIN <= value <= INT32_MAX else None
+
+
+def foreign_managers(pod: Pod) -> tuple[str, ...]:
+    """Field managers other than respread's that own the pod's cost annotation."""
+    if DELETION_COST not in pod.annotations:
+        return ()
+    return tuple(m for m in pod.deletion_cost_managers if m != FIELD_MANAGER)
+
+
+class OrderState(StrEnum):
+    UNCHANGED = "Unchanged"  # the current costs already give the order: nothing to write
+    CHANGES = "Changes"  # some pods need a new cost
+    CONFLICT = "Conflict"  # another field manager owns a cost: left alone
+
+
+@dataclass(frozen=True, slots=True)
+class PodCost:
+    pod: Pod
+    rank: int  # 0: the first pod a scale-in removes
+    tier: Tier
+    desired: int
+    current: int | None
+    within_max_skew: bool  # every hard constraint holds once this pod (and those before) are gone
+    domains: tuple[tuple[str, str], ...]  # the pod's value of each of the workload's hard keys
+    foreign: tuple[str, ...] = ()  # other managers owning its cost annotation
+
+    @property
+    def changed(self) -> bool:
+        return self.desired != self.current
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSetOrder:
+    workload: WorkloadRef
+    replica_set: str
+    pods: tuple[PodCost, ...]  # in removal order
+    safe_steps: int  # removals, from the first, that keep every hard constraint within maxSkew
+    state: OrderState
+    message: str
+
+    @property
+    def changed(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.changed)
+
+    @property
+    def conflicts(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.foreign)
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    workload: WorkloadRef
+    pods: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CostPlan:
+    orders: tuple[ReplicaSetOrder, ...]
+    excluded: tuple[Excluded, ...]
+    patches: tuple[PodCost, ...]  # the costs to write this scan, in order (bounded)
+    deferred_patches: int  # changed costs left for later scans by maxPatchesPerScan
+
+
+# --------------------------------------------------------------------------------------------
+# The simulation
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """One group a removal must keep within maxSkew: members (live view) and a constraint."""
+
+    members: Members
+    tables: tuple[CountTable, ...]
+    index: int
+
+
+class _Simulation:
+    """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
+
+    def __init__(
+        self,
+        index: SpreadIndex,
+        analysis: Analysis,
+        workload: WorkloadRef,
+        pods: Sequence[Pod],
+    ) -> None:
+        self.index = index
+        ids = {id(p) for p in pods}
+        copies: dict[int, CountTable] = {}
+
+        def copy_of(table: CountTable) -> CountTable:
+            found = copies.get(id(table))
+            if found is None:
+                found = copies[id(table)] = table.copy()
+            return found
+
+        balanced = {(id(g.members), g.index) for g in analysis.groups if not g.violating}
+        self.checks: list[_Check] = []
+        self.own: list[_Check] = []
+        # pod id -> the member views it stands in (by node), to take it out of
+        self.membership: dict[int, list[dict[str, tuple[Pod, ...]]]] = defaultdict(list)
+        # pod id -> (table copy, domain) of every table that counts it
+        self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
+        seen_tables: set[int] = set()
+        for m in analysis.members:
+            if m.profile.namespace != workload.namespace:
+                continue
+            own = m.workload == workload and any(
+                id(p) in ids for on_node in m.by_node.values() for p in on_node
+            )
+            hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
+            if not hard:
+                continue
+            originals = index.tables(m.profile)
+            tables = tuple(copy_of(t) for t in originals)
+            view = m
+            if own:
+                live = dict(m.by_node)
+                view = Members(m.workload, m.profile, live)
+                for on_node in m.by_node.values():
+                    for p in on_node:
+                        if id(p) in ids:
+                            self.membership[id(p)].append(live)
+            for i in hard:
+                counts_ours = [p for p in pods if index.is_counted(m.profile, i, p)]
+                if not own and (not counts_ours or (id(m), i) not in balanced):
+                    continue
+                check = _Check(view, tables, i)
+                self.checks.append(check)
+                if own:
+                    self.own.append(check)
+                table = originals[i]
+                if id(table) in seen_tables:
+                    continue
+                seen_tables.add(id(table))
+                domains = table.space.node_domain
+                for p in counts_ours:
+                    assert p.node_name is not None
+                    self.counted_in[id(p)].append((tables[i], domains[p.node_name]))
+
+    def remove(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, -1)
+        for live in self.membership.get(id(pod), ()):
+            node = pod.node_name
+            assert node is not None
+            rest = tuple(p for p in live[node] if p is not pod)
+            if rest:
+                live[node] = rest
+            else:
+                del live[node]
+
+    def restore(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, 1)
+        for live in self.membership.get(id(pod), ()):
+            node = pod.node_name
+            assert node is not None
+            live[node] = (*live.get(node, ()), pod)
+
+    def misplaced(self) -> int:
+        """Member pods of the checked groups that sit where the scheduler would not place them."""
+        total = 0
+        for check in self.checks:
+            m = check.members
+            if not m.by_node:
+                continue
+            bad = violating_nodes(self.index, m, check.tables, check.index)
+            total += sum(len(m.by_node[n]) for n in bad)
+        return total
+
+    def crowding(self, pod: Pod) -> int:
+        """How far above the global minimum the pod's domains are, over its own constraints."""
+        node = pod.node_name
+        if node is None:
+            return 0
+        total = 0
+        for check in self.own:
+            c = check.members.profile.constraints[check.index]
+            table = check.tables[check.index]
+            domain = table.space.node_domain.get(node)
+            if domain is not None:
+                total += table.get(domain) - table.global_min(c.min_domains)
+        return total
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+
+
+class _Buckets:
+    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable."""
+
+    def __init__(self, pods: Sequence[Pod]) -> None:
+        groups: dict[tuple[Tier, str], list[Pod]] = defaultdict(list)
+        for p in pods:
+            groups[(tier(p), p.node_name or "")].append(p)
+        # within a bucket the controller's own preference: youngest first, then by name
+        self.keys = sorted(groups)
+        self.pods = [
+            sorted(groups[k], key=lambda p: (-(p.created or 0.0), p.name)) for k in self.keys
+        ]
+        self.left = [len(b) for b in self.pods]
+        self.remaining = sum(self.left)
+
+    def state(self) -> tuple[int, ...]:
+        return tuple(self.left)
+
+    def open(self) -> list[int]:
+        """The buckets the next removal may come from: those of the lowest tier left."""
+        lowest = min((self.keys[b][0] for b, n in enumerate(self.left) if n), default=None)
+        return [b for b, n in enumerate(self.left) if n and self.keys[b][0] == lowest]
+
+    def take(self, b: int) -> Pod:
+        pod = self.pods[b][len(self.pods[b]) - self.left[b]]
+        self.left[b] -= 1
+        self.remaining -= 1
+        return pod
+
+    def give_back(self, b: int) -> Pod:
+        self.left[b] += 1
+        self.remaining += 1
+        return self.pods[b][len(self.pods[b]) - self.left[b]]
+
+    def on_node(self, node: str) -> int:
+        return sum(n for (_, name), n in zip(self.keys, self.left, strict=True) if name == node)
+
+
+def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
+    """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
+    pod = buckets.pods[b][len(buckets.pods[b]) - buckets.left[b]]
+    node = buckets.keys[b][1]
+    return (-sim.crowding(pod), -buckets.on_node(node), node)
+
+
+def _safe_moves(sim: _Simulation, buckets: _Buckets) -> list[int]:
+    """The open buckets whose next pod can go with every check still within maxSkew."""
+    out = []
+    for b in sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b)):
+        pod = buckets.take(b)
+        sim.remove(pod)
+        if sim.misplaced() == 0:
+            out.append(b)
+        sim.restore(pod)
+        buckets.give_back(b)
+    return out
+
+
+def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+    """The longest run of removals found that keeps every check within maxSkew (complete
+    when one exists and the budget allows), and the steps tried; the simulation is left as it
+    was found."""
+    best: list[int] = []
+    path: list[int] = []
+    dead: set[tuple[int, ...]] = set()
+    stack = [_safe_moves(sim, buckets)]
+    steps = 0
+    while stack:
+        if len(path) > len(best):
+            best = list(path)
+            if not buckets.remaining:
+                break
+        moves = stack[-1]
+        if not moves or steps >= budget:
+            if steps >= budget:
+                break
+            dead.add(buckets.state())
+            stack.pop()
+            if path:
+                sim.restore(buckets.give_back(path.pop()))
+            continue
+        b = moves.pop(0)
+        sim.remove(buckets.take(b))
+        path.append(b)
+        steps += 1
+        if buckets.state() in dead:
+            sim.restore(buckets.give_back(path.pop()))
+            continue
+        stack.append(_safe_moves(sim, buckets))
+    while path:
+        sim.restore(buckets.give_back(path.pop()))
+    return best, steps
+
+
+def _least_harm(sim: _Simulation, buckets: _Buckets) -> int:
+    """The open bucket whose next pod leaves the fewest misplaced pods (then the preference)."""
+    scored = []
+    for b in buckets.open():
+        preference = _preference(sim, buckets, b)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        scored.append((sim.misplaced(), preference, b))
+        sim.restore(pod)
+        buckets.give_back(b)
+    return min(scored)[2]
+
+
+def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
+    """Every pod, in the order to remove them, each with whether the state after it is within
+    maxSkew. The simulation is left with every pod removed."""
+    buckets = _Buckets(pods)
+    budget = SEARCH_STEPS + 2 * len(pods)
+    out: list[tuple[Pod, bool]] = []
+    while buckets.remaining:
+        run, tried = _search(sim, buckets, budget)
+        budget = max(len(pods), budget - tried)
+        for b in run:
+            pod = buckets.take(b)
+            sim.remove(pod)
+            out.append((pod, True))
+        if not buckets.remaining:
+            break
+        b = _least_harm(sim, buckets)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        out.append((pod, sim.misplaced() == 0))
+    return out
+
+
+def replay(sim: _Simulation, order: Sequence[Pod]) -> list[bool]:
+    """Whether each state along ``order`` is within maxSkew; the simulation is restored."""
+    out = []
+    for pod in order:
+        sim.remove(pod)
+        out.append(sim.misplaced() == 0)
+    for pod in reversed(order):
+        sim.restore(pod)
+    return out
+
+
+def _quality(safe: Sequence[bool]) -> tuple[int, int]:
+    """Better orders keep maxSkew for longer from the start, then in more states."""
+    prefix = next((i for i, ok in enumerate(safe) if not ok), len(safe))
+    return prefix, sum(safe)
+
+
+def _ranked_by_cost(pods: Sequence[Pod]) -> list[Pod] | None:
+    """The order the controller takes today, when the current costs alone decide it (every
+    pod has a cost, distinct within its tier); else None."""
+    costs = [(tier(p), current_cost(p), p) for p in pods]
+    if any(c is None for _, c, _ in costs):
+        return None
+    keyed = sorted(((t, c, p) for t, c, p in costs), key=lambda x: (x[0], x[1] or 0))
+    for (t1, c1, _), (t2, c2, _) in pairwise(keyed):
+        if t1 == t2 and c1 == c2:
+            return None
+    return [p for _, _, p in keyed]
+
+
+# --------------------------------------------------------------------------------------------
+# Per ReplicaSet, and for the whole cluster
+
+
+def _domains(sim: _Simulation, pod: Pod) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    if pod.node_name is None:
+        return ()
+    node = sim.index.nodes.get(pod.node_name)
+    for check in sim.own:
+        key = check.members.profile.constraints[check.index].key
+        if node is not None and key in node.labels:
+            out[key] = node.labels[key]
+    return tuple(out.items())
+
+
+def order_replica_set(
+    analysis: Analysis,
+    *,
+    workload: WorkloadRef,
+    replica_set: str,
+    pods: Sequence[Pod],
+    settings: DeletionCostSettings,
+) -> ReplicaSetOrder:
+    """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
+    sim = _Simulation(analysis.index, analysis, workload, pods)
+    computed = removal_order(sim, pods)
+    for pod, _ in reversed(computed):
+        sim.restore(pod)
+    order = [p for p, _ in computed]
+    safe = [ok for _, ok in computed]
+    today = _ranked_by_cost(pods)
+    keep = False
+    if today is not None:
+        safe_today = replay(sim, today)
+        if _quality(safe_today) >= _quality(safe):
+            order, safe, keep = today, safe_today, True
+    entries = []
+    for rank, (pod, ok) in enumerate(zip(order, safe, strict=True)):
+        now = current_cost(pod)
+        entries.append(
+            PodCost(
+                pod=pod,
+                rank=rank,
+                tier=tier(pod),
+                desired=now if keep and now is not None else rank + 1,
+                current=now,
+                within_max_skew=ok,
+                domains=_domains(sim, pod),
+                foreign=foreign_managers(pod),
+            )
+        )
+    prefix, _ = _quality(safe)
+    conflicts = [e for e in entries if e.foreign]
+    changed = [e for e in entries if e.changed]
+    if conflicts and changed and not settings.take_over:
+        state = OrderState.CONFLICT
+    elif changed:
+        state = OrderState.CHANGES
+    else:
+        state = OrderState.UNCHANGED
+    return ReplicaSetOrder(
+        workload=workload,
+        replica_set=replica_set,
+        pods=tuple(entries),
+        safe_steps=prefix,
+        state=state,
+        message=_message(safe, state, conflicts, kept=keep),
+    )
+
+
+def _message(
+    safe: Sequence[bool], state: OrderState, conflicts: Sequence[PodCost], *, kept: bool
+) -> str:
+    total = len(safe)
+    prefix, _ = _quality(safe)
+    settled = next((i for i in range(total, 0, -1) if not safe[i - 1]), 0)
+    if prefix == total:
+        head = f"a scale-in keeps every hard constraint within maxSkew for all {total} removals"
+    elif prefix == 0 and settled < total:
+        head = (
+            f"violated now: the first {settled} removal(s) take the most misplaced pods, and"
+            " every removal after them keeps every hard constraint within maxSkew"
+        )
+    else:
+        head = (
+            f"no order found keeps every hard constraint within maxSkew past removal {prefix}"
+            f" of {total}; past that, each removal leaves the fewest misplaced pods"
+        )
+    if state is OrderState.CONFLICT:
+        owners = sorted({m for c in conflicts for m in c.foreign})
+        tail = (
+            f"another field manager ({', '.join(owners)}) owns the cost of {len(conflicts)}"
+            " pod(s): left alone (spec.remediation.deletionCost.takeOver to write anyway)"
+        )
+    elif state is OrderState.CHANGES:
+        tail = "costs to write"
+    else:
+        tail = "the current costs already give this order" if kept else "nothing to write"
+    return f"{head}; {tail}"
+
+
+def _exclusion(workload: WorkloadRef) -> str:
+    return EXCLUSION_REASONS.get(
+        workload.kind,
+        f"a {workload.kind} does not scale in by pod-deletion-cost (only Deployments and"
+        " ReplicaSets are ordered)",
+    )
+
+
+def plan_costs(analysis: Analysis, settings: DeletionCostSettings) -> CostPlan:
+    """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write."""
+    index = analysis.index
+    ordered: dict[WorkloadRef, bool] = {}
+    excluded: dict[WorkloadRef, int] = defaultdict(int)
+    for m in analysis.members:
+        if not any(c.hard for c in m.profile.constraints):
+            continue
+        if m.workload.kind in ORDERED_KINDS:
+            ordered[m.workload] = True
+        else:
+            excluded[m.workload] += m.count
+    replica_sets: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+    owners: dict[tuple[str, str], WorkloadRef] = {}
+    for pod in _active(index.state.pods):
+        owner = pod.owner
+        if owner is None or owner.kind != "ReplicaSet":
+            continue
+        workload = workload_of(pod, index)
+        if workload not in ordered:
+            continue
+        key = (pod.namespace, owner.name)
+        replica_sets[key].append(pod)
+        owners[key] = workload
+    orders = tuple(
+        order_replica_set(
+            analysis,
+            workload=owners[key],
+            replica_set=key[1],
+            pods=pods,
+            settings=settings,
+        )
+        for key, pods in sorted(replica_sets.items(), key=lambda kv: (owners[kv[0]], kv[0]))
+    )
+    patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
+    return CostPlan(
+        orders=orders,
+        excluded=tuple(
+            Excluded(w, n, _exclusion(w)) for w, n in sorted(excluded.items(), key=lambda x: x[0])
+        ),
+        patches=patches,
+        deferred_patches=deferred,
+    )
+
+
+def _active(pods: Iterable[Pod]) -> Iterable[Pod]:
+    """The pods a ReplicaSet controller ranks: neither terminating nor finished."""
+    return (p for p in pods if pod_counts(p))
+
+
+def _bounded_patches(
+    orders: Sequence[ReplicaSetOrder], cap: int
+) -> tuple[tuple[PodCost, ...], int]:
+    """Whole ReplicaSets while they fit under the cap (a first one larger than the cap is
+    started, first pods first); conflicts are never written."""
+    out: list[PodCost] = []
+    deferred = 0
+    for order in orders:
+        if order.state is not OrderState.CHANGES:
+            continue
+        changed = order.changed
+        room = cap - len(out)
+        if len(changed) <= room or (not out and room > 0):
+            out.extend(changed[:room])
+            deferred += max(0, len(changed) - room)
+        else:
+            deferred += len(changed)
+    return tuple(out), deferred
