@@ -19,6 +19,7 @@ from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
 from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
+from respread.remediation import apply_remediation
 from respread.report import build_report
 from respread.runtime import metrics
 from respread.runtime.cache import ClusterCache
@@ -90,7 +91,9 @@ def _compute(
     held = (
         memory.held(now, unready_workloads(state, analysis)) if policy.mode is Mode.ENFORCE else {}
     )
-    result = plan(analysis, policy, now=now, history=memory.last_eviction, held=held)
+    result = apply_remediation(
+        plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
+    )
     report = build_report(analysis, result, policy, memory.previous)
     memory.carry_causes(report)
     memory.remember(analysis)
