@@ -36,10 +36,10 @@ from itertools import pairwise
 from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
-from respread.model import Phase, Pod
+from respread.model import Labels, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
-from respread.spread import CountTable, SpreadIndex, pod_counts
+from respread.spread import CountTable, pod_counts
 
 FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
 ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
@@ -162,18 +162,36 @@ class _Check:
     index: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every ReplicaSet's simulation reads: the analysis, by namespace."""
+
+    analysis: Analysis
+    members_by_namespace: Mapping[str, tuple[Members, ...]]
+    balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
+
+    @classmethod
+    def of(cls, analysis: Analysis) -> _Context:
+        by_namespace: dict[str, list[Members]] = defaultdict(list)
+        for m in analysis.members:
+            by_namespace[m.profile.namespace].append(m)
+        return cls(
+            analysis,
+            {ns: tuple(ms) for ns, ms in by_namespace.items()},
+            frozenset((id(g.members), g.index) for g in analysis.groups if not g.violating),
+        )
+
+
 class _Simulation:
     """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
 
-    def __init__(
-        self,
-        index: SpreadIndex,
-        analysis: Analysis,
-        workload: WorkloadRef,
-        pods: Sequence[Pod],
-    ) -> None:
-        self.index = index
+    def __init__(self, context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> None:
+        index = self.index = context.analysis.index
         ids = {id(p) for p in pods}
+        by_labels: dict[int, tuple[Labels, list[Pod]]] = {}
+        for p in pods:
+            if p.node_name is not None:
+                by_labels.setdefault(id(p.labels), (p.labels, []))[1].append(p)
         copies: dict[int, CountTable] = {}
 
         def copy_of(table: CountTable) -> CountTable:
@@ -182,25 +200,25 @@ class _Simulation:
                 found = copies[id(table)] = table.copy()
             return found
 
-        balanced = {(id(g.members), g.index) for g in analysis.groups if not g.violating}
         self.checks: list[_Check] = []
         self.own: list[_Check] = []
         # pod id -> the member views it stands in (by node), to take it out of
         self.membership: dict[int, list[dict[str, tuple[Pod, ...]]]] = defaultdict(list)
         # pod id -> (table copy, domain) of every table that counts it
         self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
+        # pod id -> the checks its removal can change; each check's misplaced pods, when known
+        self.affects: dict[int, set[int]] = defaultdict(set)
+        self._misplaced: list[int | None] = []
+        checks_of_table: dict[int, list[int]] = defaultdict(list)
+        checks_of_view: dict[int, list[int]] = defaultdict(list)
         seen_tables: set[int] = set()
-        for m in analysis.members:
-            if m.profile.namespace != workload.namespace:
-                continue
+        for m in context.members_by_namespace.get(workload.namespace, ()):
             own = m.workload == workload and any(
                 id(p) in ids for on_node in m.by_node.values() for p in on_node
             )
             hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
             if not hard:
                 continue
-            originals = index.tables(m.profile)
-            tables = tuple(copy_of(t) for t in originals)
             view = m
             if own:
                 live = dict(m.by_node)
@@ -209,22 +227,44 @@ class _Simulation:
                     for p in on_node:
                         if id(p) in ids:
                             self.membership[id(p)].append(live)
+            originals: tuple[CountTable, ...] | None = None
+            tables: tuple[CountTable, ...] = ()
             for i in hard:
-                counts_ours = [p for p in pods if index.is_counted(m.profile, i, p)]
-                if not own and (not counts_ours or (id(m), i) not in balanced):
+                # index.is_counted, once per label set: the pods are in the namespace and live
+                selector = m.profile.constraints[i].selector
+                space = index.space(m.profile, i).node_domain
+                counts_ours = [
+                    p
+                    for labels, same in by_labels.values()
+                    if index.counts_pod(selector, labels)
+                    for p in same
+                    if p.node_name in space
+                ]
+                if not own and (not counts_ours or (id(m), i) not in context.balanced):
                     continue
-                check = _Check(view, tables, i)
-                self.checks.append(check)
+                if originals is None:
+                    originals = index.tables(m.profile)
+                    tables = tuple(copy_of(t) for t in originals)
+                number = len(self.checks)
+                self.checks.append(_Check(view, tables, i))
+                self._misplaced.append(None)
+                checks_of_table[id(tables[i])].append(number)
                 if own:
-                    self.own.append(check)
+                    self.own.append(self.checks[-1])
+                    checks_of_view[id(view.by_node)].append(number)
                 table = originals[i]
                 if id(table) in seen_tables:
                     continue
                 seen_tables.add(id(table))
-                domains = table.space.node_domain
                 for p in counts_ours:
                     assert p.node_name is not None
-                    self.counted_in[id(p)].append((tables[i], domains[p.node_name]))
+                    self.counted_in[id(p)].append((tables[i], space[p.node_name]))
+        for p in pods:
+            affected = self.affects[id(p)]
+            for table, _ in self.counted_in.get(id(p), ()):
+                affected.update(checks_of_table[id(table)])
+            for live in self.membership.get(id(p), ()):
+                affected.update(checks_of_view[id(live)])
 
     def remove(self, pod: Pod) -> None:
         for table, domain in self.counted_in.get(id(pod), ()):
@@ -237,6 +277,7 @@ class _Simulation:
                 live[node] = rest
             else:
                 del live[node]
+        self._touch(pod)
 
     def restore(self, pod: Pod) -> None:
         for table, domain in self.counted_in.get(id(pod), ()):
@@ -245,17 +286,28 @@ class _Simulation:
             node = pod.node_name
             assert node is not None
             live[node] = (*live.get(node, ()), pod)
+        self._touch(pod)
+
+    def _touch(self, pod: Pod) -> None:
+        for number in self.affects.get(id(pod), ()):
+            self._misplaced[number] = None
 
     def misplaced(self) -> int:
         """Member pods of the checked groups that sit where the scheduler would not place them."""
         total = 0
-        for check in self.checks:
-            m = check.members
-            if not m.by_node:
-                continue
-            bad = violating_nodes(self.index, m, check.tables, check.index)
-            total += sum(len(m.by_node[n]) for n in bad)
+        for number, cached in enumerate(self._misplaced):
+            total += self._count(number) if cached is None else cached
         return total
+
+    def _count(self, number: int) -> int:
+        check = self.checks[number]
+        m = check.members
+        value = 0
+        if m.by_node:
+            bad = violating_nodes(self.index, m, check.tables, check.index)
+            value = sum(len(m.by_node[n]) for n in bad)
+        self._misplaced[number] = value
+        return value
 
     def crowding(self, pod: Pod) -> int:
         """How far above the global minimum the pod's domains are, over its own constraints."""
@@ -290,6 +342,9 @@ class _Buckets:
         ]
         self.left = [len(b) for b in self.pods]
         self.remaining = sum(self.left)
+        self.per_node: dict[str, int] = defaultdict(int)
+        for (_, node), n in zip(self.keys, self.left, strict=True):
+            self.per_node[node] += n
 
     def state(self) -> tuple[int, ...]:
         return tuple(self.left)
@@ -303,15 +358,17 @@ class _Buckets:
         pod = self.pods[b][len(self.pods[b]) - self.left[b]]
         self.left[b] -= 1
         self.remaining -= 1
+        self.per_node[self.keys[b][1]] -= 1
         return pod
 
     def give_back(self, b: int) -> Pod:
         self.left[b] += 1
         self.remaining += 1
+        self.per_node[self.keys[b][1]] += 1
         return self.pods[b][len(self.pods[b]) - self.left[b]]
 
     def on_node(self, node: str) -> int:
-        return sum(n for (_, name), n in zip(self.keys, self.left, strict=True) if name == node)
+        return self.per_node[node]
 
 
 def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
@@ -321,37 +378,23 @@ def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, 
     return (-sim.crowding(pod), -buckets.on_node(node), node)
 
 
-def _safe_moves(sim: _Simulation, buckets: _Buckets) -> list[int]:
-    """The open buckets whose next pod can go with every check still within maxSkew."""
-    out = []
-    for b in sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b)):
-        pod = buckets.take(b)
-        sim.remove(pod)
-        if sim.misplaced() == 0:
-            out.append(b)
-        sim.restore(pod)
-        buckets.give_back(b)
-    return out
+def _candidates(sim: _Simulation, buckets: _Buckets) -> list[int]:
+    """The open buckets, best first (their safety is checked when they are tried)."""
+    return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
 
 
 def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
     """The longest run of removals found that keeps every check within maxSkew (complete
-    when one exists and the budget allows), and the steps tried; the simulation is left as it
-    was found."""
+    when one exists and the budget allows), and the removals tried; the simulation is left as
+    it was found."""
     best: list[int] = []
     path: list[int] = []
     dead: set[tuple[int, ...]] = set()
-    stack = [_safe_moves(sim, buckets)]
+    stack = [_candidates(sim, buckets)]
     steps = 0
-    while stack:
-        if len(path) > len(best):
-            best = list(path)
-            if not buckets.remaining:
-                break
+    while stack and steps < budget:
         moves = stack[-1]
-        if not moves or steps >= budget:
-            if steps >= budget:
-                break
+        if not moves:
             dead.add(buckets.state())
             stack.pop()
             if path:
@@ -359,12 +402,16 @@ def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int]
             continue
         b = moves.pop(0)
         sim.remove(buckets.take(b))
-        path.append(b)
         steps += 1
-        if buckets.state() in dead:
-            sim.restore(buckets.give_back(path.pop()))
+        if buckets.state() in dead or sim.misplaced():
+            sim.restore(buckets.give_back(b))
             continue
-        stack.append(_safe_moves(sim, buckets))
+        path.append(b)
+        if len(path) > len(best):
+            best = list(path)
+            if not buckets.remaining:
+                break
+        stack.append(_candidates(sim, buckets))
     while path:
         sim.restore(buckets.give_back(path.pop()))
     return best, steps
@@ -452,7 +499,7 @@ def _domains(sim: _Simulation, pod: Pod) -> tuple[tuple[str, str], ...]:
 
 
 def order_replica_set(
-    analysis: Analysis,
+    context: _Context,
     *,
     workload: WorkloadRef,
     replica_set: str,
@@ -460,7 +507,7 @@ def order_replica_set(
     settings: DeletionCostSettings,
 ) -> ReplicaSetOrder:
     """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
-    sim = _Simulation(analysis.index, analysis, workload, pods)
+    sim = _Simulation(context, workload, pods)
     computed = removal_order(sim, pods)
     for pod, _ in reversed(computed):
         sim.restore(pod)
@@ -569,9 +616,10 @@ def plan_costs(analysis: Analysis, settings: DeletionCostSettings) -> CostPlan:
         key = (pod.namespace, owner.name)
         replica_sets[key].append(pod)
         owners[key] = workload
+    context = _Context.of(analysis)
     orders = tuple(
         order_replica_set(
-            analysis,
+            context,
             workload=owners[key],
             replica_set=key[1],
             pods=pods,
