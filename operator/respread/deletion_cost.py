@@ -77,7 +77,11 @@ def tier(pod: Pod) -> Tier:
 
 def current_cost(pod: Pod) -> int | None:
     """The pod's pod-deletion-cost; None when absent or unreadable (the controller reads 0)."""
-    raw = pod.annotations.get(DELETION_COST)
+    return parse_cost(pod.annotations.get(DELETION_COST))
+
+
+def parse_cost(raw: str | None) -> int | None:
+    """A pod-deletion-cost annotation's value (an int32); None when absent or unreadable."""
     if raw is None:
         return None
     try:

@@ -723,6 +723,7 @@ ALLOWED = [
     ("create", "pods", "--subresource=eviction", "-n", "default"),
     ("create", "events", "-n", "default"),
     ("patch", "events.events.k8s.io", "-n", "default"),
+    ("patch", "pods", "-n", "default"),  # the pod-deletion-cost annotation
     ("watch", "rebalancepolicies.respread.io"),
     ("patch", "rebalancepolicies.respread.io"),
     ("patch", "rebalancepolicies.respread.io", "--subresource=status"),
@@ -735,7 +736,6 @@ ALLOWED = [
 DENIED = [
     ("delete", "pods", "-n", "default"),
     ("create", "pods", "-n", "default"),
-    ("patch", "pods", "-n", "default"),
     ("update", "pods", "--subresource=status", "-n", "default"),
     ("update", "deployments.apps", "-n", "default"),
     ("patch", "deployments.apps", "--subresource=scale", "-n", "default"),

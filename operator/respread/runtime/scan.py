@@ -14,6 +14,8 @@ from kubernetes import client
 
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
 from respread.collector import gc_paused
+from respread.deletion_cost import CostPlan, plan_costs
+from respread.kube.annotations import CostWrite, write_cost
 from respread.kube.evictions import Result, evict
 from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
@@ -62,6 +64,7 @@ class Computed:
     analysis: Analysis
     plan: Plan
     report: dict[str, Any]
+    costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
 
 
 def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRef]:
@@ -94,10 +97,12 @@ def _compute(
     result = apply_remediation(
         plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
     )
-    report = build_report(analysis, result, policy, memory.previous)
+    settings = policy.remediation.deletion_cost
+    costs = plan_costs(analysis, settings) if settings.enabled else None
+    report = build_report(analysis, result, policy, memory.previous, costs=costs)
     memory.carry_causes(report)
     memory.remember(analysis)
-    return Computed(analysis, result, report)
+    return Computed(analysis, result, report, costs)
 
 
 def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
@@ -170,6 +175,34 @@ async def enforce(
     return executions
 
 
+async def write_costs(
+    api: client.ApiClient, policy: RebalancePolicy, costs: CostPlan, acting: Acting = _always
+) -> list[CostWrite]:
+    """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
+    writes = []
+    for entry in costs.patches:
+        _check(acting)
+        write = await asyncio.to_thread(
+            write_cost,
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            expected=entry.current,
+            cost=entry.desired,
+            take_over=policy.remediation.deletion_cost.take_over,
+        )
+        log.info(
+            "pod-deletion-cost of %s/%s: %s (%s)",
+            write.namespace,
+            write.pod,
+            write.result.value,
+            write.reason,
+        )
+        writes.append(write)
+    return writes
+
+
 def _new_violations(report: Mapping[str, Any], previous: Mapping[str, Any] | None) -> list[Any]:
     seen = {
         violation_key(v)
@@ -227,6 +260,8 @@ async def run_scan(
                 now=now,
                 acting=acting,
             )
+        if policy.mode is Mode.ENFORCE and computed.costs is not None:
+            await write_costs(api, policy, computed.costs, acting)
         status = build_status(
             computed.report,
             policy,
