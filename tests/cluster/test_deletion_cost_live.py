@@ -1,0 +1,172 @@
+"""Deletion-cost ordering on the real control plane: the ReplicaSet controller decides.
+
+Zones of unequal size, as clouds have them: zone-a has three nodes, zone-b and zone-c one each.
+Two Deployments of 9 pods with a hard zone constraint (maxSkew 1) are placed 3/3/3 by the
+scheduler. The controller ranks scale-in victims by readiness, pod-deletion-cost, then pods
+doubled up on a node, then age: never by zone. Without respread ("plain") the measured skew
+after 9 -> 6 -> 3 is printed (the doubled-up rank empties the one-node zones first). With
+respread ("ordered"), the costs respread computes (deletion_cost.plan_costs) and writes
+(kube/annotations.write_cost) before each change make maxSkew hold after every step, through a
+scale-down, a scale-up by another client, and a second scale-down.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+from kube_harness import ControlPlane
+from kube_helpers import (
+    FakeNodes,
+    list_pods,
+    pods_per_zone,
+    skew,
+    spread_deployment,
+    wait_for,
+    wait_pods_ready,
+    zone_of_nodes,
+)
+from kubernetes import client
+
+from respread.analysis import analyze
+from respread.deletion_cost import FIELD_MANAGER, plan_costs
+from respread.kube.annotations import CostResult, write_cost
+from respread.kube.reader import read_cluster
+from respread.policy import (
+    DEFAULT_POLICY,
+    DeletionCostSettings,
+    RemediationSettings,
+    Selection,
+)
+from respread.snapshot import DELETION_COST, load_documents
+
+pytestmark = pytest.mark.cluster
+
+ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
+
+
+def respread_writes_costs(api: client.ApiClient, namespace: str, deployment: str) -> int:
+    """One respread pass over the live cluster: the deletion-cost patches of ``deployment``."""
+    state = load_documents(read_cluster(api), taken_at=time.time()).state
+    policy = replace(
+        DEFAULT_POLICY,
+        selection=Selection(include_namespaces=frozenset({namespace})),
+        remediation=RemediationSettings(
+            deletion_cost=DeletionCostSettings(enabled=True, max_patches_per_scan=1000)
+        ),
+    )
+    costs = plan_costs(analyze(state, policy), policy.remediation.deletion_cost)
+    mine = [p for p in costs.patches if p.pod.owner is not None and deployment in p.pod.name]
+    for entry in mine:
+        write = write_cost(
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            expected=entry.current,
+            cost=entry.desired,
+            take_over=False,
+        )
+        assert write.result is CostResult.WRITTEN, write
+    return len(mine)
+
+
+def scale(apps: client.AppsV1Api, namespace: str, name: str, replicas: int) -> None:
+    apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": replicas}})
+
+
+def zone_counts(
+    core: client.CoreV1Api, namespace: str, app: str, replicas: int, node_zones: dict[str, str]
+) -> dict[str, int]:
+    pods = wait_pods_ready(core, namespace, f"app={app}", replicas)
+    return dict(pods_per_zone(pods, node_zones))
+
+
+def test_scale_in_keeps_max_skew_with_respread_costs(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones(ZONES)
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    for app in ("plain", "ordered"):
+        apps_v1.create_namespaced_deployment(
+            namespace, spread_deployment(app, 9, node_selector=fake_nodes.node_selector)
+        )
+    measured: dict[str, list[dict[str, int]]] = {"plain": [], "ordered": []}
+    for app in ("plain", "ordered"):
+        counts = zone_counts(core_v1, namespace, app, 9, node_zones)
+        assert skew(counts) <= 1, counts  # the scheduler spread them
+        measured[app].append(counts)
+
+    # respread writes a cost on each of the ordered Deployment's pods, as its field manager
+    assert respread_writes_costs(api_client, namespace, "ordered") == 9
+    for pod in list_pods(core_v1, namespace, "app=ordered"):
+        assert DELETION_COST in (pod.metadata.annotations or {})
+        owners = {
+            m.manager
+            for m in pod.metadata.managed_fields or []
+            if f"f:{DELETION_COST}"
+            in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
+        }
+        assert owners == {FIELD_MANAGER}
+    assert not any(
+        DELETION_COST in (p.metadata.annotations or {})
+        for p in list_pods(core_v1, namespace, "app=plain")
+    )
+
+    # 9 -> 6 -> 3, respread passing before each change; then another client scales up to 9
+    # (new pods without costs) and down to 4.
+    for replicas in (6, 3, 9, 4):
+        if replicas < 9:
+            respread_writes_costs(api_client, namespace, "ordered")
+        for app in ("plain", "ordered"):
+            scale(apps_v1, namespace, app, replicas)
+        for app in ("plain", "ordered"):
+            measured[app].append(zone_counts(core_v1, namespace, app, replicas, node_zones))
+
+    for app, steps in measured.items():
+        print(f"{app}: " + " -> ".join(f"{sum(c.values())} {sorted(c.items())}" for c in steps))
+    for counts in measured["ordered"]:
+        assert skew(counts) <= 1, measured["ordered"]
+
+
+def test_a_cost_written_by_another_manager_is_left_alone(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1})
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 4, node_selector=fake_nodes.node_selector)
+    )
+    pods = wait_pods_ready(core_v1, namespace, "app=web", 4)
+    victim = pods[0].metadata.name
+    core_v1.patch_namespaced_pod(
+        victim,
+        namespace,
+        {"metadata": {"annotations": {DELETION_COST: "7"}}},
+        field_manager="someone-else",
+    )
+    wait_for(
+        lambda: (
+            DELETION_COST
+            in (core_v1.read_namespaced_pod(victim, namespace).metadata.annotations or {})
+        ),
+        30,
+        "the other manager's cost",
+    )
+    assert respread_writes_costs(api_client, namespace, "web") == 0  # a conflict: left alone
+    after = {
+        p.metadata.name: (p.metadata.annotations or {})
+        for p in list_pods(core_v1, namespace, "app=web")
+    }
+    assert after[victim][DELETION_COST] == "7"
+    assert sum(DELETION_COST in a for a in after.values()) == 1
