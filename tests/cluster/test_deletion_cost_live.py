@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 
 import pytest
 from kube_harness import ControlPlane
@@ -21,6 +23,7 @@ from kube_helpers import (
     FakeNodes,
     list_pods,
     pods_per_zone,
+    scanned_after,
     skew,
     spread_deployment,
     wait_for,
@@ -42,6 +45,7 @@ from respread.policy import (
 from respread.snapshot import DELETION_COST, load_documents
 
 pytestmark = pytest.mark.cluster
+pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
 ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
 
@@ -170,3 +174,63 @@ def test_a_cost_written_by_another_manager_is_left_alone(
     }
     assert after[victim][DELETION_COST] == "7"
     assert sum(DELETION_COST in a for a in after.values()) == 1
+
+
+def cost_owners(pod: client.V1Pod) -> set[str]:
+    return {
+        m.manager
+        for m in pod.metadata.managed_fields or []
+        if f"f:{DELETION_COST}"
+        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
+    }
+
+
+def test_the_operator_in_enforce_writes_the_costs_and_a_scale_in_keeps_max_skew(
+    e2e_cluster: ControlPlane,
+    operator: Path,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    fake_nodes.create_zones(ZONES)
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
+    )
+    wait_pods_ready(core_v1, namespace, "app=web", 9)
+    name = f"rbp-{namespace}"
+    custom.create_cluster_custom_object(
+        "respread.io",
+        "v1alpha1",
+        "rebalancepolicies",
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "mode": "Enforce",
+                "schedule": {"interval": "10s"},
+                "selector": {"namespaces": {"include": [namespace]}},
+                "remediation": {"evict": False, "deletionCost": {"enabled": True}},
+            },
+        },
+    )
+    try:
+
+        def costed() -> bool:
+            pods = list_pods(core_v1, namespace, "app=web")
+            return len(pods) == 9 and all(cost_owners(p) == {FIELD_MANAGER} for p in pods)
+
+        wait_for(costed, 90, "the operator's pod-deletion-cost on every pod")
+        for replicas in (6, 3):
+            scale(apps_v1, namespace, "web", replicas)
+            counts = zone_counts(core_v1, namespace, "web", replicas, node_zones)
+            assert skew(counts) <= 1, counts
+            since = time.time()
+            wait_for(partial(scanned_after, custom, name, since), 60, "a scan after the scale-in")
+        assert "Traceback" not in operator.read_text(errors="replace")
+    finally:
+        custom.delete_cluster_custom_object("respread.io", "v1alpha1", "rebalancepolicies", name)
