@@ -441,8 +441,9 @@ def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool
     budget = SEARCH_STEPS + 2 * len(pods)
     out: list[tuple[Pod, bool]] = []
     while buckets.remaining:
-        run, tried = _search(sim, buckets, budget)
-        budget = max(len(pods), budget - tried)
+        # once the budget is spent, the least harmful removal is also the greedy safe one
+        run, tried = _search(sim, buckets, budget) if budget > 0 else ([], 0)
+        budget -= tried
         for b in run:
             pod = buckets.take(b)
             sim.remove(pod)
