@@ -602,7 +602,8 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
             "pods": 6, "violatingPods": 4, "minimumMoves": None, "violatingPodsAfterRun": 2,
             "fromDefaultConstraints": True,
             "cause": "ScaleDown", "causeMessage": "web scaled from 9 to 6 replicas",
-            "since": ts, "fixable": True, "message": "fixable by eviction (2 moves)",
+            "since": ts, "fixable": True, "remedy": "Evict",
+            "message": "fixable by eviction (2 moves)",
         }],
         "plan": [
             {"namespace": "shop", "pod": "web-1", "node": "n1",
@@ -647,6 +648,10 @@ BAD_STATUSES: dict[str, tuple[dict[str, Any], str]] = {
         "status.violations[0].cause",
     ),
     "too-many-violations": ({"violations": [{}] * 501}, "status.violations"),
+    "violation-remedy-bogus": (
+        {"violations": [{"remedy": "Surge"}]},
+        "status.violations[0].remedy",
+    ),
     "message-too-long": ({"violations": [{"message": "x" * 1025}]}, "status.violations[0].message"),
     "scan-time-not-a-time": ({"lastScanTime": "yesterday"}, "status.lastScanTime"),
 }
