@@ -234,3 +234,49 @@ def test_the_operator_in_enforce_writes_the_costs_and_a_scale_in_keeps_max_skew(
         assert "Traceback" not in operator.read_text(errors="replace")
     finally:
         custom.delete_cluster_custom_object("respread.io", "v1alpha1", "rebalancepolicies", name)
+
+
+def test_a_write_is_skipped_when_the_pod_changed_since_the_scan(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones({"zone-a": 1})
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 1, node_selector=fake_nodes.node_selector)
+    )
+    (pod,) = wait_pods_ready(core_v1, namespace, "app=web", 1)
+    name, uid = pod.metadata.name, pod.metadata.uid
+
+    def write(**changes: object) -> CostResult:
+        args: dict[str, object] = {"uid": uid, "expected": None, "cost": 5, "take_over": False}
+        args.update(changes)
+        return write_cost(api_client, namespace, name, **args).result  # type: ignore[arg-type]
+
+    def cost() -> str | None:
+        annotations = core_v1.read_namespaced_pod(name, namespace).metadata.annotations or {}
+        return annotations.get(DELETION_COST)
+
+    assert write(uid="another-pod") is CostResult.SKIPPED  # replaced since the scan
+    assert write(expected=3) is CostResult.SKIPPED  # the scan saw another cost
+    assert cost() is None
+    assert write() is CostResult.WRITTEN
+    assert cost() == "5"
+    assert write(expected=5, cost=2) is CostResult.WRITTEN  # respread's own cost: rewritten
+    assert cost() == "2"
+    core_v1.patch_namespaced_pod(
+        name, namespace, {"metadata": {"annotations": {DELETION_COST: "9"}}}, field_manager="hpa"
+    )
+    assert write(expected=9, cost=1) is CostResult.SKIPPED  # now owned by another manager
+    assert cost() == "9"
+    assert write(expected=9, cost=1, take_over=True) is CostResult.WRITTEN
+    assert cost() == "1"
+    assert (
+        write_cost(
+            api_client, namespace, "no-such-pod", uid=None, expected=None, cost=1, take_over=False
+        ).result
+        is CostResult.SKIPPED
+    )
