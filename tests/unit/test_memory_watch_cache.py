@@ -150,7 +150,9 @@ def test_a_scan_on_a_cache_that_does_not_catch_up_fails_and_plans_nothing(
     evicted: list[Any] = []
     monkeypatch.setattr(scan_module, "evict", lambda *a, **k: evicted.append(a))
     cache = ClusterCache()
-    cache.apply("Pod", None, pod("a", "10"))
+    for w in WATCHED:  # every kind listed: the watches are synced, but suspect
+        keys = {cache.apply("Pod", None, pod("a", "10"))} if w.kind == "Pod" else set()
+        cache.end_listing(w.kind, keys)
     cache.mark_suspect("the API server was away")
     memory = PolicyMemory()
     monkeypatch.setattr(

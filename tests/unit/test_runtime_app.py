@@ -1,6 +1,6 @@
-"""The operator runtime without a cluster: liveness staleness, the warm-up before a scan, the
-watch cache after a relisting, causes that outlive the scan that found them, and the status
-conditions across a failed scan."""
+"""The operator runtime without a cluster: liveness staleness, the wait for the first listings
+before a scan, the watch cache across listings and verifications, causes that outlive the scan
+that found them, and the status conditions across a failed scan."""
 
 from __future__ import annotations
 
@@ -12,19 +12,19 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.changes import Changes, change_events, changes
 from respread.collector import gc_paused
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.policy import RebalancePolicy, parse_policy
 from respread.runtime import cache as cache_module
-from respread.runtime import operator as operator_module
 from respread.runtime import scan as scan_module
-from respread.runtime.cache import WATCHED, ClusterCache
+from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
-from respread.runtime.operator import STALE_FACTOR, WARM_UP, App
+from respread.runtime.operator import GRACE, STALE_FACTOR, App
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
-SLACK = WARM_UP + 60  # App.stale() allows this on top of STALE_FACTOR intervals
+SLACK = GRACE  # App.stale() allows this on top of STALE_FACTOR intervals
 
 
 def make_policy(schedule: dict[str, str], name: str = "p") -> RebalancePolicy:
@@ -97,76 +97,85 @@ def test_a_weekly_cron_policy_is_not_stale_between_its_scans() -> None:
     assert app.stale() == ["w"]
 
 
-# ---- warm-up ------------------------------------------------------------------------------
+# ---- the first listings -----------------------------------------------------------------
 
 
-def test_warm_up_waits_for_listings_not_for_a_quiet_cluster(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """On a busy cluster some object changes every second; only listed objects (events with
-    no type) hold a scan back, or scans would never run."""
-    monkeypatch.setattr(operator_module, "WARM_UP", 0.3)
+def synced(cache: ClusterCache, **pods_listed: str) -> ClusterCache:
+    """Every kind listed (the pods named, on their nodes), as the reflectors would."""
+    for w in WATCHED:
+        keys = set()
+        if w.kind == "Pod":
+            keys = {cache.apply("Pod", None, pod(name, node)) for name, node in pods_listed.items()}
+        cache.begin_listing(w.kind)
+        cache.end_listing(w.kind, keys)
+    return cache
+
+
+def test_a_scan_waits_for_every_kind_to_be_listed_once() -> None:
     app = App(api=API)
-    app.started -= 10
 
     async def main() -> None:
-        app.cache.apply("Pod", None, pod("a"))  # still listing
+        kinds = [w.kind for w in WATCHED]
+        for kind in kinds[:-1]:
+            app.cache.end_listing(kind, set())
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(app.warm(), 0.1)
-        await asyncio.wait_for(app.warm(), 2)  # the listing is over
-        assert app.cache.listed
-
-        async def churn() -> None:
-            for i in range(40):
-                app.cache.apply("Pod", "MODIFIED", pod(f"b{i % 3}"))
-                await asyncio.sleep(0.05)
-
-        busy = asyncio.create_task(churn())
-        await asyncio.wait_for(app.warm(), 0.2)  # changes do not hold it back
-        await busy
+            await asyncio.wait_for(app.warm(), 0.3)
+        app.cache.end_listing(kinds[-1], set())
+        await asyncio.wait_for(app.warm(), 1)
+        assert app.cache.ready()
 
     asyncio.run(main())
 
 
-# ---- the watch cache after a relisting --------------------------------------------------
+def test_a_kind_being_relisted_or_disconnected_holds_scans_back_then_fails_them() -> None:
+    cache = synced(ClusterCache())
+    assert cache.ready()
+    cache.begin_listing("Pod")  # a relisting after 410 Gone
+    assert not cache.ready() and cache.unsynced() == ["Pod"]
+    with pytest.raises(CacheBehindError, match="Pod"):
+        asyncio.run(cache.wait_ready(0.2))
+    cache.end_listing("Pod", set())
+    asyncio.run(cache.wait_ready(0.2))
+    cache.set_synced("Node", False)  # a watch disconnected
+    assert cache.unsynced() == ["Node"]
+    cache.set_synced("Node", True)  # resumed from its resourceVersion
+    assert cache.ready()
 
 
-def listed(cache: ClusterCache, *names: str) -> None:
-    for name in names:
-        cache.apply("Pod", None, pod(name))
+# ---- the watch cache across listings and verifications ---------------------------------
 
 
 def present(**by_kind: set[tuple[str, str]]) -> dict[str, set[tuple[str, str]]]:
     return {w.kind: by_kind.get(w.kind, set()) for w in WATCHED}
 
 
-def test_only_a_listing_after_the_initial_ones_asks_for_a_sweep() -> None:
-    cache = ClusterCache()
-    listed(cache, "a", "b")
-    assert not cache.needs_sweep()  # the initial listing
-    cache.listed = True
-    cache.apply("Pod", "MODIFIED", pod("a"))
-    cache.apply("Pod", "ADDED", pod("c"))
-    assert not cache.needs_sweep()
-    listed(cache, "a")  # a watch restarted after 410 Gone
+def test_a_relisting_replaces_what_the_cache_held_of_that_kind() -> None:
+    """A listing shows what exists, never what was deleted while the watch was away: the end
+    of a listing drops every record of that kind it did not hold."""
+    cache = synced(ClusterCache(), a="n1", b="n1", c="n2")
+    cache.begin_listing("Pod")
+    keys = {cache.apply("Pod", None, pod("a", "n2")), cache.apply("Pod", None, pod("d"))}
+    assert cache.end_listing("Pod", keys) == 2
+    assert pods(cache) == {"a", "d"}
+    assert {p.name: p.node_name for p in cache.snapshot().pods}["a"] == "n2"
+    assert cache.ready()
+
+
+def test_only_a_suspected_disconnection_asks_for_a_verification() -> None:
+    cache = synced(ClusterCache(), a="n1")
+    cache.apply("Pod", "MODIFIED", pod("a", "n2"))
+    cache.apply("Pod", "ADDED", pod("b"))
+    cache.apply("Pod", "DELETED", pod("a"))
+    assert not cache.needs_sweep()  # events alone never do: a periodic scan lists nothing
+    cache.mark_suspect("a request failed")
     assert cache.needs_sweep()
 
 
-def test_a_listing_long_after_the_last_one_is_a_relisting_even_before_any_scan() -> None:
-    cache = ClusterCache()
-    listed(cache, "a", "b")
-    cache.last_listed -= cache_module.SETTLED + 1  # the initial listing settled a while ago
-    listed(cache, "a")
-    assert cache.needs_sweep()
-
-
-def test_a_sweep_drops_objects_the_server_no_longer_has_and_keeps_newer_ones(
+def test_a_verification_drops_objects_the_server_no_longer_has_and_keeps_newer_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cache = ClusterCache()
-    listed(cache, "a", "b", "c")
-    cache.listed = True
-    listed(cache, "a")  # relisting: b and c were deleted while the watch was away
+    cache = synced(ClusterCache(), a="n1", b="n1", c="n1")
+    cache.mark_suspect("the API server was away")
 
     def list_keys(api: object, paths: dict[str, str]) -> dict[str, set[tuple[str, str]]]:
         assert paths["Pod"] == "/api/v1/pods"
@@ -182,13 +191,11 @@ def test_a_sweep_drops_objects_the_server_no_longer_has_and_keeps_newer_ones(
     assert asyncio.run(cache.sweep(API)) == 0  # nothing asked for another
 
 
-def test_a_sweep_that_cannot_list_changes_nothing_and_is_tried_again(
+def test_a_verification_that_cannot_list_changes_nothing_and_is_tried_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cache = ClusterCache()
-    listed(cache, "a", "b")
-    cache.listed = True
-    listed(cache, "a")
+    cache = synced(ClusterCache(), a="n1", b="n1")
+    cache.mark_suspect("the API server was away")
 
     def unreachable(api: object, paths: dict[str, str]) -> dict[str, set[tuple[str, str]]]:
         raise KubeError("cannot reach the API server")
@@ -198,19 +205,6 @@ def test_a_sweep_that_cannot_list_changes_nothing_and_is_tried_again(
         asyncio.run(cache.sweep(API))
     assert pods(cache) == {"a", "b"}
     assert cache.needs_sweep()
-
-
-def test_a_sweep_also_runs_after_a_long_while(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kind relisted with no object left sends no event at all: the periodic sweep."""
-    cache = ClusterCache()
-    listed(cache, "a")
-    cache.listed = True
-    assert not cache.needs_sweep()
-    cache.swept -= cache_module.RESYNC + 1
-    assert cache.needs_sweep()
-    monkeypatch.setattr(cache_module, "list_keys", lambda api, paths: present())
-    assert asyncio.run(cache.sweep(API)) == 1
-    assert pods(cache) == set()
 
 
 # ---- causes outlive the scan that found them --------------------------------------------
@@ -275,7 +269,7 @@ def test_a_reported_scan_failure_is_a_transition_both_ways(
 
     monkeypatch.setattr(cache_module, "list_keys", list_keys)
     policy = make_policy({"interval": "10s"})
-    cache, memory = ClusterCache(), PolicyMemory()
+    cache, memory = synced(ClusterCache()), PolicyMemory()
 
     def scan_at(t: float) -> dict[str, Any]:
         clock["now"] = t
@@ -283,7 +277,7 @@ def test_a_reported_scan_failure_is_a_transition_both_ways(
         return {c["type"]: c for c in written[-1]["conditions"]}
 
     assert scan_at(1_800_000_000)["ScanSucceeded"]["status"] == "True"
-    cache.relisted = True  # the next scan must sweep, and the sweep fails
+    cache.mark_suspect("a request failed")  # the next scan must verify, and that fails
     failed = scan_at(1_800_000_010)["ScanSucceeded"]
     assert (failed["status"], failed["reason"]) == ("False", "ScanFailed")
     assert "cannot reach the API server" in failed["message"]
@@ -303,8 +297,7 @@ def test_a_policy_whose_status_cannot_be_written_for_404_is_no_longer_scanned(
         raise PolicyGoneError(f"RebalancePolicy {name} no longer exists")
 
     monkeypatch.setattr(scan_module, "patch_status", gone)
-    app = App(api=API)
-    app.started -= 10
+    app = App(api=API, cache=synced(ClusterCache()))
     app.policies["p"] = (make_policy({"interval": "10s"}), None)
     asyncio.run(app.scan("p"))
     assert "p" not in app.policies
@@ -331,3 +324,66 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---- Events only for changes ---------------------------------------------------------------
+
+
+def found(name: str, skew: int = 2) -> dict[str, Any]:
+    return {
+        **violation("ScaleDown", "web went from 9 to 4 pods", name),
+        "skew": skew,
+        "maxSkew": 1,
+        "message": "2 evictions fix it",
+    }
+
+
+def key(name: str) -> tuple[str, str, str, str]:
+    return ("ns", "Deployment", name, "zone")
+
+
+@pytest.mark.parametrize(
+    ("known", "current", "expected"),
+    [
+        # nothing changed: no Event, however many violations there are
+        ({"a", "b"}, ["a", "b"], []),
+        (set(), [], []),
+        # a few new violations: one Event each
+        ({"a"}, ["a", "b"], [("ViolationFound", True, "ns/b: zone skew 2 > maxSkew 1")]),
+        # resolved: one Event for all of them
+        ({"a", "b", "c"}, ["a"], [("ViolationsResolved", False, "2 violation(s) resolved")]),
+        # many new: one Event naming the first few and counting the rest
+        (set(), [f"w{i}" for i in range(40)], [("ViolationsFound", True, "40 new violations")]),
+        (
+            {"old"},
+            [f"w{i}" for i in range(6)],
+            [
+                ("ViolationsFound", True, "6 new violations: ns/w0 (zone skew 2), "),
+                ("ViolationsResolved", False, "1 violation(s) resolved: ns/Deployment/old zone"),
+            ],
+        ),
+    ],
+)
+def test_events_say_what_changed_since_the_last_scan(
+    known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
+) -> None:
+    report = {"violations": [found(name) for name in current]}
+    events = change_events(changes(report, frozenset(key(k) for k in known)))
+    assert [(reason, warning) for reason, warning, _ in events] == [
+        (reason, warning) for reason, warning, _ in expected
+    ]
+    for (_, _, message), (_, _, start) in zip(events, expected, strict=True):
+        assert message.startswith(start), message
+    changed = len(set(current) - known) + len(known - set(current))
+    assert len(events) <= changed
+
+
+def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_those_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The status shows at most report.maxItems violations; what is new is judged against the
+    operator's memory of every violation, so a scan that changes nothing posts nothing."""
+    memory = PolicyMemory()
+    many = {"violations": [found(f"w{i}") for i in range(50)]}
+    memory.carry_causes(many)
+    assert changes(many, frozenset(memory.causes)) == Changes([], [])

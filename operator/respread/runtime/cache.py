@@ -1,33 +1,34 @@
-"""The operator's view of the cluster: slim records kept current by one watch per kind.
+"""The operator's view of the cluster: slim records kept current by one list-and-watch per kind.
 
-kopf delivers every object of each watched kind (first as a listing, then as changes); each
-event replaces or removes one record. A scan takes a consistent ClusterState from here.
-Nothing is written to the watched objects: no finalizers, no annotations.
+A Reflector (runtime/reflector.py) per kind lists its objects page by page, storing each as a
+slim record as it arrives, then watches for changes from the listing's resourceVersion; each
+event replaces or removes one record. Raw objects are never kept. A scan takes a consistent
+ClusterState from here; nothing is written to the watched objects.
 
-A watch that cannot resume where it stopped (410 Gone: its resource version has expired, as
-after an API server restart) is restarted by kopf with a new listing. A listing shows what
-exists, never what was deleted meanwhile, so records of objects deleted while the watch was
-away would stay forever. Listed objects arrive as events without a type; one arriving after
-the initial listings marks the cache as relisted, and the next scan first sweeps it: a
-metadata-only list of each kind says which objects exist, and records of any other object not
-touched since the sweep began are dropped. A sweep also runs every RESYNC seconds, for a kind
-relisted with no object left at all.
+A watch that cannot resume where it stopped (410 Gone: its resourceVersion has expired, as after
+an API server restart) is followed by a new listing, which replaces what the cache held of that
+kind: records of objects no longer listed (deleted while the watch was away) are dropped when
+the listing ends. While a kind is being relisted, or its watch is disconnected, the kind is not
+*synced* and no scan plans: a scan waits (at most CATCH_UP seconds) until every kind is synced.
 
-A watch that lost its connection (the API server restarted or unreachable) misses every event
-until kopf has reconnected it, which its back-off may delay by up to half a minute after the
-server is back; a scan in between would plan from a cache that missed events. So anything
-suggesting a disconnection (a failed request of the operator's own, kopf reporting a failed
-request, a failed Lease renewal) marks the cache suspect, and the next scan verifies it first:
-the sweep's metadata-only lists carry each object's resourceVersion, and the scan waits (at
-most CATCH_UP seconds) until the cache holds every listed object at that version or newer. If
-the watches do not catch up in time the scan fails, and the next one verifies again: no plan is
-ever made from a cache that is behind what the API server showed at the scan's start.
+A watch that resumes after a disconnection gets every event it missed from the API server, but a
+request of the operator's own that failed (or a failed Lease renewal) may mean the API server was
+away longer than anyone noticed. Anything suggesting that marks the cache *suspect*, and the
+next scan verifies it first: metadata-only lists of each kind carry each object's
+resourceVersion; records of objects not listed are dropped, and the scan waits (at most
+CATCH_UP seconds) until the cache holds every listed object at that version or newer. If the
+watches do not catch up in time the scan fails, and the next one verifies again: no plan is ever
+made from a cache that is behind what the API server showed at the scan's start. A periodic scan
+on a healthy cache makes no request to read the cluster at all.
+
+The reflectors run in threads; every change to the records, and every snapshot, holds one lock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -50,8 +51,6 @@ from respread.snapshot import FieldError, ObjectParser, Record
 
 log = logging.getLogger(__name__)
 
-RESYNC = 600.0  # seconds between sweeps when no relisting asked for one
-SETTLED = 5.0  # a listing that starts this long after the last listed object is a relisting
 CATCH_UP = 60.0  # seconds a scan waits for the watches to catch up with a verifying list
 Key = tuple[str, str]  # (namespace, name)
 # {kind: the objects that exist}: with their resourceVersions ({key: version}) when known
@@ -103,46 +102,97 @@ WATCHED = (
 class ClusterCache:
     def __init__(self, parser: ObjectParser | None = None) -> None:
         self._parser = parser or ObjectParser()
+        self._lock = threading.Lock()
         self._records: dict[str, dict[Key, Record]] = {w.kind: {} for w in WATCHED}
-        self.last_event = 0.0
-        self.last_listed = 0.0  # the last event of a listing (an event without a type)
-        self.listed = False  # the first scan found the listings settled: any later one relists
-        self.relisted = False  # a kind was relisted since the last sweep began
-        self.suspect = False  # a watch may have been disconnected since the last sweep began
         self._versions: dict[str, dict[Key, str]] = {w.kind: {} for w in WATCHED}
-        self.swept = time.monotonic()
+        self.listed: set[str] = set()  # kinds listed at least once
+        self.synced: set[str] = set()  # kinds listed and watched without a gap since
+        self.suspect = False  # a request failed since the last verification began
         self.malformed = 0
-        self._touched: dict[str, set[Key]] | None = None  # during a sweep
+        self._touched: dict[str, set[Key]] | None = None  # during a verification
         self._sweeping = asyncio.Lock()
 
-    def apply(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """One watch event: None/ADDED/MODIFIED replace the record, DELETED removes it."""
+    # ---- changes (from the reflectors' threads) -------------------------------------------
+
+    def apply(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> Key:
+        """One object: None (listed), ADDED or MODIFIED replace its record, DELETED removes
+        it. Returns its key."""
         meta = body.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        self.last_event = time.monotonic()
-        if event_type is None:
-            settled = self.last_listed and self.last_event - self.last_listed > SETTLED
-            if (self.listed or settled) and not self.relisted:
-                log.info("%s objects are being relisted: a watch was restarted", kind)
-                self.relisted = True
-            self.last_listed = self.last_event
-        if self._touched is not None:
-            self._touched[kind].add(key)
-        store = self._records[kind]
-        if event_type == "DELETED":
-            store.pop(key, None)
-            self._versions[kind].pop(key, None)
-            return
-        self._versions[kind][key] = str(meta.get("resourceVersion") or "")
-        try:
-            record = self._parser.parse(body, kind)
-        except FieldError as err:
-            self.malformed += 1
-            store.pop(key, None)
-            log.warning("left out %s %s/%s: field %s: %s", kind, *key, err.path, err.message)
-            return
-        if record is not None:
-            store[key] = record
+        version = str(meta.get("resourceVersion") or "")
+        with self._lock:
+            if self._touched is not None:
+                self._touched[kind].add(key)
+            store = self._records[kind]
+            if event_type == "DELETED":
+                store.pop(key, None)
+                self._versions[kind].pop(key, None)
+                return key
+            self._versions[kind][key] = version
+            try:
+                record = self._parser.parse(body, kind)
+            except FieldError as err:
+                self.malformed += 1
+                store.pop(key, None)
+                log.warning(
+                    "left out %s %s: field %s: %s",
+                    kind,
+                    "/".join(k for k in key if k)[:120],
+                    err.path,
+                    err.message[:200],
+                )
+                return key
+            if record is not None:
+                store[key] = record
+        return key
+
+    def begin_listing(self, kind: str) -> None:
+        """A listing of `kind` starts: it is not synced until the listing ends."""
+        with self._lock:
+            self.synced.discard(kind)
+
+    def end_listing(self, kind: str, keys: Collection[Key]) -> int:
+        """The listing of `kind` is complete (`keys`: every object it held): records of any
+        other object of that kind are dropped, and the kind is synced. Returns how many."""
+        with self._lock:
+            store, versions = self._records[kind], self._versions[kind]
+            gone = [k for k in store.keys() | versions.keys() if k not in keys]
+            for key in gone:
+                store.pop(key, None)
+                versions.pop(key, None)
+            self.listed.add(kind)
+            self.synced.add(kind)
+        if gone:
+            log.info("%s: forgot %d object(s) deleted while the watch was away", kind, len(gone))
+        return len(gone)
+
+    def set_synced(self, kind: str, synced: bool) -> None:
+        with self._lock:
+            if synced and kind in self.listed:
+                self.synced.add(kind)
+            else:
+                self.synced.discard(kind)
+
+    # ---- readiness ------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """Every kind listed, and watched without a gap since."""
+        return len(self.synced) == len(WATCHED)
+
+    def unsynced(self) -> list[str]:
+        return sorted({w.kind for w in WATCHED} - self.synced)
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Until every kind is synced; CacheBehindError after `timeout` (CATCH_UP) seconds."""
+        timeout = CATCH_UP if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if time.monotonic() > deadline:
+                raise CacheBehindError(
+                    f"the watches of {', '.join(self.unsynced())} are not synced with the API "
+                    f"server after {timeout:.0f}s (disconnected or relisting); not planning"
+                )
+            await asyncio.sleep(0.1)
 
     def count(self, kind: str) -> int:
         return len(self._records[kind])
@@ -154,23 +204,24 @@ class ClusterCache:
         self.suspect = True
 
     def needs_sweep(self) -> bool:
-        return self.relisted or self.suspect or time.monotonic() - self.swept > RESYNC
+        return self.suspect
 
     def begin_sweep(self) -> None:
-        self._touched = {kind: set() for kind in self._records}
-        self.relisted = False  # a relisting from now on asks for another sweep
-        self.suspect = False  # and so does a disconnection
+        with self._lock:
+            self._touched = {kind: set() for kind in self._records}
+            self.suspect = False  # a new suspicion from now on asks for another verification
 
     def behind(self, present: Listing) -> dict[str, int]:
         """Per kind, how many listed objects the cache lacks or holds at an older version."""
         out: dict[str, int] = {}
-        for kind, listed in present.items():
-            if not isinstance(listed, Mapping):  # no versions known: presence only
-                continue
-            cached = self._versions[kind]
-            lagging = sum(1 for key, rv in listed.items() if _newer(rv, cached.get(key)))
-            if lagging:
-                out[kind] = lagging
+        with self._lock:
+            for kind, listed in present.items():
+                if not isinstance(listed, Mapping):  # no versions known: presence only
+                    continue
+                cached = self._versions[kind]
+                lagging = sum(1 for key, rv in listed.items() if _newer(rv, cached.get(key)))
+                if lagging:
+                    out[kind] = lagging
         return out
 
     async def catch_up(self, present: Listing, timeout: float) -> None:
@@ -194,27 +245,29 @@ class ClusterCache:
     def end_sweep(self, present: Listing) -> int:
         """Drop the records of objects neither in `present` (listed after begin_sweep) nor
         touched by an event since; returns how many were dropped."""
-        touched, self._touched = self._touched or {}, None
         dropped = 0
-        for kind, keys in present.items():
-            store = self._records[kind]
-            seen = touched.get(kind, set())
-            versions = self._versions[kind]
-            for key in [k for k in set(store) | set(versions) if k not in keys and k not in seen]:
-                if store.pop(key, None) is not None:
-                    dropped += 1
-                versions.pop(key, None)
-        self.swept = time.monotonic()
+        with self._lock:
+            touched, self._touched = self._touched or {}, None
+            for kind, keys in present.items():
+                store = self._records[kind]
+                seen = touched.get(kind, set())
+                versions = self._versions[kind]
+                for key in [k for k in store.keys() | versions.keys() if k not in keys]:
+                    if key in seen:
+                        continue
+                    if store.pop(key, None) is not None:
+                        dropped += 1
+                    versions.pop(key, None)
         return dropped
 
     def abort_sweep(self) -> None:
-        self._touched = None
-        self.relisted = True  # still to do
+        with self._lock:
+            self._touched = None
+            self.suspect = True  # still to do
 
     async def sweep(self, api: client.ApiClient, catch_up: float | None = None) -> int:
-        """Forget the objects the API server no longer has, and wait for the watches to
-        deliver what it has, if a relisting, a suspected disconnection (or RESYNC) asks for
-        it. Must run on the event loop that applies the events."""
+        """If something made the cache suspect: forget the objects the API server no longer
+        has, and wait for the watches to deliver what it has."""
         async with self._sweeping:
             if not self.needs_sweep():
                 return 0
@@ -227,12 +280,14 @@ class ClusterCache:
             dropped = self.end_sweep(present)
             await self.catch_up(present, CATCH_UP if catch_up is None else catch_up)
         if dropped:
-            log.warning(
-                "forgot %d cached object(s) deleted while a watch was away (relisted)", dropped
-            )
+            log.warning("forgot %d cached object(s) the API server no longer has", dropped)
         return dropped
 
     def snapshot(self) -> ClusterState:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> ClusterState:
         r = self._records
 
         def values(kind: str) -> tuple[Any, ...]:

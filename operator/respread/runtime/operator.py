@@ -1,8 +1,10 @@
-"""The operator process: kopf watches, one APScheduler job per policy, liveness and metrics.
+"""The operator process: the watch cache, one APScheduler job per policy, liveness and metrics.
 
-kopf runs the event loop, watches each kind once and feeds the ClusterCache; APScheduler's
-AsyncIOScheduler, on the same loop, runs each policy's scans on its schedule (never
-overlapping, misfires coalesced, with jitter).
+kopf runs the event loop and watches the RebalancePolicies (and serves login, probes and
+start-up/clean-up); one Reflector thread per cluster kind lists and watches it into the
+ClusterCache (runtime/reflector.py says why not through kopf). APScheduler's AsyncIOScheduler,
+on kopf's loop, runs each policy's scans on its schedule (never overlapping, misfires
+coalesced). The first scans start as soon as every kind has been listed once.
 
 With leader election (`respread run --leader-elect`), every replica watches and keeps its cache
 warm, but only the holder of the coordination.k8s.io Lease scans (writes statuses, posts
@@ -33,13 +35,14 @@ from respread.runtime import metrics
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.memory import PolicyMemory
+from respread.runtime.reflector import Reflectors
 from respread.runtime.scan import rfc3339, run_scan
 from respread.runtime.triggers import overdue_at, trigger_for
 
 log = logging.getLogger(__name__)
 
-WARM_UP = 5.0  # seconds without listing events before a scan trusts the cache
 STALE_FACTOR = 3  # liveness fails when a policy's last scan is older than 3 intervals
+GRACE = 65.0  # seconds allowed on top of that (a scan that waits for the watches to catch up)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class App:
     acting_since: float | None = None  # monotonic; None: standalone (acting since `started`)
     running: set[asyncio.Task[Any]] = field(default_factory=set)
     election_task: asyncio.Task[None] | None = None
+    reflectors: Reflectors | None = None
 
     def acting(self) -> bool:
         """May this replica scan, write and evict now? Always, unless leader election says no."""
@@ -87,15 +91,13 @@ class App:
             task.cancel()
 
     async def warm(self) -> None:
-        """Wait until the listings have been delivered (no listed object for WARM_UP s).
-
-        Only listings count (the initial ones, and those of a watch restarted after 410 Gone):
-        waiting for a quiet spell in all events would starve the scans on a busy cluster, where
-        something changes every second.
-        """
-        while time.monotonic() - max(self.cache.last_listed, self.started) < WARM_UP:
-            await asyncio.sleep(0.5)
-        self.cache.listed = True
+        """Wait until every kind has been listed once (a first scan then plans from the whole
+        cluster), unless a kind's list/watch keeps failing: the scan then runs, fails and
+        reports why in the policy's status."""
+        while not self.cache.listed >= {w.kind for w in WATCHED}:
+            if self.reflectors is not None and self.reflectors.failing():
+                return
+            await asyncio.sleep(0.1)
 
     async def scan(self, name: str) -> None:
         if not self.acting():
@@ -165,7 +167,7 @@ class App:
             memory = self.memories.get(name)
             last = memory.last_scan if memory is not None else None
             reference = last if last is not None else now - (time.monotonic() - since)
-            if now > overdue_at(policy.schedule, reference, STALE_FACTOR) + WARM_UP + 60:
+            if now > overdue_at(policy.schedule, reference, STALE_FACTOR) + GRACE:
                 out.append(name)
         return out
 
@@ -195,21 +197,6 @@ def _token(config: Any) -> str | None:
 
 def build_registry(app: App) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
-
-    # A coroutine, so that kopf runs it on the event loop rather than in a worker thread: the
-    # cache is then only ever touched from the loop (events, snapshots and sweeps alike).
-    async def on_event(*, type: str | None, body: kopf.Body, param: Any = None, **_: Any) -> None:
-        app.cache.apply(str(param), type, body)
-
-    for watched in WATCHED:
-        kopf.on.event(
-            watched.group,
-            watched.version,
-            watched.plural,
-            registry=registry,
-            id=f"cache-{watched.plural}",
-            param=watched.kind,
-        )(on_event)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="policies")
     def on_policy(*, type: str, body: kopf.Body, **_: Any) -> None:
@@ -246,6 +233,8 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         settings.posting.enabled = False  # respread posts its own, meaningful Events
         settings.watching.server_timeout = 300
         settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+        app.reflectors = Reflectors(app.api, app.cache)
+        app.reflectors.start()
         app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
         app.scheduler.start()
         if app.elector is not None:
@@ -257,6 +246,8 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
     async def cleanup(**_: Any) -> None:
         if app.scheduler is not None:
             app.scheduler.shutdown(wait=False)
+        if app.reflectors is not None:
+            app.reflectors.close(timeout=0)
         for task in list(app.running):
             task.cancel()
         if app.elector is not None:

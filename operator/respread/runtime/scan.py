@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -13,9 +13,11 @@ from typing import Any
 from kubernetes import client
 
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
+from respread.changes import ViolationKey, change_events, changes
 from respread.collector import gc_paused
 from respread.deletion_cost import CostPlan, plan_costs
 from respread.kube.annotations import CostWrite, write_cost
+from respread.kube.client import KubeError
 from respread.kube.evictions import Result, evict
 from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
@@ -31,7 +33,6 @@ from respread.status import (
     build_status,
     cooldowns_status,
     failed_scan_status,
-    violation_key,
 )
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class Computed:
     analysis: Analysis
     plan: Plan
     report: dict[str, Any]
+    known: frozenset[ViolationKey]  # the violations known before this scan
     costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
 
 
@@ -100,9 +102,10 @@ def _compute(
     settings = policy.remediation.deletion_cost
     costs = plan_costs(analysis, settings) if settings.enabled else None
     report = build_report(analysis, result, policy, memory.previous, costs=costs)
+    known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
     memory.carry_causes(report)
     memory.remember(analysis)
-    return Computed(analysis, result, report, costs)
+    return Computed(analysis, result, report, known, costs)
 
 
 def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
@@ -203,13 +206,11 @@ async def write_costs(
     return writes
 
 
-def _new_violations(report: Mapping[str, Any], previous: Mapping[str, Any] | None) -> list[Any]:
-    seen = {
-        violation_key(v)
-        for v in (previous or {}).get("violations", ())
-        if isinstance(v, Mapping) and "workload" in v
-    }
-    return [v for v in report["violations"] if violation_key(v) not in seen]
+def _scan_failing(status: Mapping[str, Any] | None) -> bool:
+    for condition in (status or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
+            return condition.get("status") == "False"
+    return False
 
 
 def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
@@ -245,10 +246,11 @@ async def run_scan(
     started = time.monotonic()
     now = time.time()
     try:
-        await cache.sweep(api)  # if a watch was resumed by relisting
+        await cache.wait_ready()  # no kind relisting or disconnected
+        await cache.sweep(api)  # if a failed request made the cache suspect
         state = cache.snapshot()
         computed = await asyncio.to_thread(compute, state, policy, memory, now)
-        executions: Iterable[Execution] = ()
+        executions: list[Execution] = []
         if policy.mode is Mode.ENFORCE and computed.plan.moves:
             pods = {(p.namespace, p.name): p for p in cache.snapshot().pods}
             executions = await enforce(
@@ -267,12 +269,13 @@ async def run_scan(
             policy,
             rfc3339(now),
             previous=memory.previous_status,
-            executions=list(executions),
+            executions=executions,
             cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
         )
         _check(acting)
         await asyncio.to_thread(patch_status, api, policy.name, status)
-        for v in _new_violations(computed.report, memory.previous_status):
+        changed = changes(computed.report, computed.known)
+        for reason, warning, message in change_events(changed):
             _check(acting)
             await asyncio.to_thread(
                 post_event,
@@ -282,11 +285,43 @@ async def run_scan(
                 namespace=None,
                 uid=policy_uid,
                 api_version="respread.io/v1alpha1",
-                reason="ViolationFound",
-                warning=True,
-                message=f"{v['namespace']}/{v['workload']['name']}: {v['topologyKey']} skew "
-                f"{v['skew']} > maxSkew {v['maxSkew']} ({v['cause']}); {v['message']}",
+                reason=reason,
+                warning=warning,
+                message=message,
             )
+        failed_evictions = [e for e in executions if e.state == "Failed"]
+        if failed_evictions:
+            _check(acting)
+            first = failed_evictions[0]
+            await asyncio.to_thread(
+                post_event,
+                api,
+                kind="RebalancePolicy",
+                name=policy.name,
+                namespace=None,
+                uid=policy_uid,
+                api_version="respread.io/v1alpha1",
+                reason="EvictionFailed",
+                warning=True,
+                message=f"{len(failed_evictions)} eviction(s) failed; first "
+                f"{first.namespace}/{first.pod}: {first.reason}",
+            )
+        summary = computed.report["summary"]
+        log.info(
+            "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
+            "%d eviction(s) planned, %d deferred; %d evicted; %.2fs",
+            policy.name,
+            policy.mode.value,
+            len(state.pods),
+            len(state.nodes),
+            summary["violations"],
+            len(changed.found),
+            len(changed.resolved),
+            len(computed.report["evictions"]),
+            len(computed.report["deferred"]),
+            sum(1 for e in executions if e.state == "Evicted"),
+            time.monotonic() - started,
+        )
         memory.previous_status = status
         memory.last_scan = now
         _export(policy, computed.report)
@@ -297,7 +332,10 @@ async def run_scan(
     except NotLeadingError:
         log.warning("scan of RebalancePolicy %s stopped: this replica no longer leads", policy.name)
     except Exception as err:  # a failed scan is reported; the operator keeps running
-        log.exception("scan of RebalancePolicy %s failed", policy.name)
+        if isinstance(err, KubeError):  # the API server away or refusing: no traceback
+            log.error("scan of RebalancePolicy %s failed: %s", policy.name, err)
+        else:
+            log.exception("scan of RebalancePolicy %s failed", policy.name)
         metrics.SCAN_FAILURES.labels(policy.name).inc()
         cache.mark_suspect(f"the scan of {policy.name} failed")  # the API server may be away
         try:
@@ -309,7 +347,21 @@ async def run_scan(
                 f"{type(err).__name__}: {err}",
                 previous=memory.previous_status,
             )
+            was_failing = _scan_failing(memory.previous_status)
             await asyncio.to_thread(patch_status, api, policy.name, status)
+            if not was_failing:  # an Event when scans start failing, not for every failure
+                await asyncio.to_thread(
+                    post_event,
+                    api,
+                    kind="RebalancePolicy",
+                    name=policy.name,
+                    namespace=None,
+                    uid=policy_uid,
+                    api_version="respread.io/v1alpha1",
+                    reason="ScanFailed",
+                    warning=True,
+                    message=f"{type(err).__name__}: {err}",
+                )
             # The object now says the scan failed: the next scan's conditions transition from
             # there (the last good report, its violations and their `since`, stays as it was).
             memory.previous_status = {

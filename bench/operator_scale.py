@@ -1,0 +1,342 @@
+"""The operator at scale, on the real control plane: memory, time to a first report, scan times
+and the requests it makes.
+
+For each size it starts etcd and kube-apiserver (no controller-manager, scheduler or kwok: the
+pods are bound directly and nothing else writes), creates N fake nodes over three zones and
+ReplicaSet-owned pods bound to them (a tenth of the workloads skewed), then runs `respread run`
+as its own user with a DryRun policy scanning every 30 s, and reports:
+
+- listed: seconds from the operator's start until every kind was listed (its log says when);
+- first status: seconds from the operator's start until the policy's first report was written;
+- first scan / later scans: the scans' own durations (the operator's one INFO line per scan);
+- RSS: the operator's resident memory, steady (median over the later scans) and peak;
+- requests per scan: what the operator sent the API server between two scans, from the audit
+  log (LIST, WATCH, PATCH, Event creates), for the later scans;
+- Events: how many the operator created.
+
+    .venv/bin/python bench/operator_scale.py                       # 10k, 30k, 60k, 150k pods
+    .venv/bin/python bench/operator_scale.py --sizes 500:10000 --scans 3
+
+Figures go to stdout as a Markdown table and to bench/out/operator-scale-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "cluster"))
+from kube_harness import ControlPlane, resolve_assets  # noqa: E402
+from population import populate  # noqa: E402
+
+OPERATOR_USER = "respread-bench-operator"
+POLICY = "bench"
+# Only the operator's requests are audited (the population's would swamp the log).
+AUDIT_POLICY = f"""\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+    users: ["{OPERATOR_USER}"]
+  - level: None
+"""
+SCAN_LINE = re.compile(r"RebalancePolicy (\S+) \(\w+\): .* ([0-9.]+)s$")
+
+
+@dataclass
+class Row:
+    nodes: int
+    pods: int
+    populate_s: float = 0.0
+    listed_s: float | None = None
+    first_status_s: float | None = None
+    first_scan_s: float | None = None
+    later_scans_s: list[float] = field(default_factory=list)
+    rss_steady_mb: float | None = None
+    rss_peak_mb: float = 0.0
+    requests_per_scan: dict[str, float] = field(default_factory=dict)
+    events_created: int = 0
+    scans: int = 0
+    log_lines: int = 0
+    violations: int | None = None
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _audit(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with path.open() as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("stage") == "ResponseComplete":
+                out.append(e)
+    return out
+
+
+def _request_kind(e: dict[str, Any]) -> str:
+    ref = e.get("objectRef") or {}
+    verb = e.get("verb", "")
+    resource = ref.get("resource", "")
+    if ref.get("subresource"):
+        resource += "/" + ref["subresource"]
+    return f"{verb} {resource}"
+
+
+def measure(cp: ControlPlane, row: Row, args: argparse.Namespace) -> None:
+    scans, interval, timeout = args.scans, args.interval, args.timeout
+    kubeconfig = cp.user_kubeconfig(OPERATOR_USER, groups=["system:masters"])
+    api = config.new_client_from_config(config_file=str(cp.kubeconfig))
+    custom = client.CustomObjectsApi(api)
+    log_path = cp.tmp / "operator.log"
+    started = time.monotonic()
+    t0_wall = time.time()
+    with log_path.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "respread.cli",
+                "run",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-port",
+                "0",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=_operator_env(args, cp.tmp),
+        )
+    samples: list[tuple[float, float]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            rss = _rss_mb(proc.pid)
+            if rss is not None:
+                samples.append((time.monotonic(), rss))
+            stop.wait(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    custom.create_cluster_custom_object(
+        "respread.io",
+        "v1alpha1",
+        "rebalancepolicies",
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": POLICY},
+            "spec": {"mode": "DryRun", "schedule": {"interval": interval}},
+        },
+    )
+    scan_times: list[tuple[float, float]] = []  # (monotonic when seen, duration) from the log
+    written: list[float] = []  # monotonic when each new status (a scan's report) was seen
+    deadline = time.monotonic() + timeout
+    seen, last_scan = 0, None
+    try:
+        while len(written) < scans and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the operator exited: {log_path.read_text()[-3000:]}")
+            lines = log_path.read_text(errors="replace").splitlines()
+            for line in lines[seen:]:
+                if row.listed_s is None and "listed every watched kind" in line:
+                    row.listed_s = time.monotonic() - started
+                m = SCAN_LINE.search(line)
+                if m and m.group(1) == POLICY:
+                    scan_times.append((time.monotonic(), float(m.group(2))))
+            seen = len(lines)
+            st = (
+                custom.get_cluster_custom_object(
+                    "respread.io", "v1alpha1", "rebalancepolicies", POLICY
+                ).get("status")
+                or {}
+            )
+            if st.get("summary") and st.get("lastScanTime") != last_scan:
+                last_scan = st.get("lastScanTime")
+                written.append(time.monotonic())
+                if row.first_status_s is None:
+                    row.first_status_s = written[0] - started
+                    row.violations = st["summary"].get("violations")
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        sampler.join()
+        if args.profile_memory and proc.poll() is None:
+            proc.send_signal(signal.SIGUSR2)
+            time.sleep(30)
+            profile = cp.tmp / "memprofile.txt"
+            if profile.exists():
+                kept = REPO / "bench" / "out" / f"memprofile-{row.pods}.txt"
+                kept.parent.mkdir(exist_ok=True)
+                kept.write_text(profile.read_text())
+                print(f"memory profile: {kept}", file=sys.stderr)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    text = log_path.read_text(errors="replace")
+    row.log_lines = len(text.splitlines())
+    row.scans = len(written)
+    if scan_times:
+        row.first_scan_s = scan_times[0][1]
+        row.later_scans_s = [d for _, d in scan_times[1:]]
+    row.rss_peak_mb = max((r for _, r in samples), default=0.0)
+    if len(written) >= 2:
+        after_first = [r for t, r in samples if t >= written[0]]
+        row.rss_steady_mb = statistics.median(after_first) if after_first else None
+    events = _audit(cp.audit.path)
+    row.events_created = sum(
+        1
+        for e in events
+        if _request_kind(e) == "create events" and e.get("responseStatus", {}).get("code", 0) < 300
+    )
+    # Requests between the first and the last scan seen, per scan.
+    if len(written) >= 2:
+        first_wall = t0_wall + (written[0] - started)
+        last_wall = t0_wall + (written[-1] - started)
+        counts: dict[str, int] = {}
+        for e in events:
+            at = _ts(e.get("requestReceivedTimestamp", ""))
+            if first_wall < at <= last_wall:
+                kind = _request_kind(e)
+                counts[kind] = counts.get(kind, 0) + 1
+        n = len(written) - 1
+        row.requests_per_scan = {k: round(v / n, 2) for k, v in sorted(counts.items())}
+
+
+def _operator_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = []
+    if args.operator_src:  # another checkout's respread (e.g. an older commit, for comparison)
+        paths.append(str(Path(args.operator_src).resolve() / "operator"))
+    if args.profile_memory:
+        paths.append(str(REPO / "bench" / "memprofile"))
+        env["RESPREAD_MEMPROFILE"] = str(tmp / "memprofile.txt")
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _ts(text: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def run_size(nodes: int, pods: int, args: argparse.Namespace) -> Row:
+    row = Row(nodes, pods)
+    tmp = Path(tempfile.mkdtemp(prefix="respread-scale-"))
+    cp = ControlPlane(resolve_assets(), tmp)
+    cp.audit_policy.write_text(AUDIT_POLICY)
+    try:
+        cp.start()
+        api = config.new_client_from_config(config_file=str(cp.kubeconfig))
+        ext = client.ApiextensionsV1Api(api)
+        ext.create_custom_resource_definition(
+            yaml.safe_load((REPO / "crds" / "rebalancepolicy.yaml").read_text())
+        )
+        t0 = time.monotonic()
+        print(f"populating {nodes} nodes / {pods} pods ...", file=sys.stderr, flush=True)
+        populate(api, nodes, pods, prefix="bench")
+        row.populate_s = time.monotonic() - t0
+        time.sleep(3)  # CRD established long since; let the API server settle
+        measure(cp, row, args)
+    finally:
+        cp.stop()
+        if not args.keep:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    def f(x: float | None, fmt: str = "{:.1f}") -> str:
+        return "-" if x is None else fmt.format(x)
+
+    out = [
+        "| pods / nodes | listed | first status | first scan | later scans (median) "
+        "| RSS steady (peak) | per pod | requests per later scan | Events | log lines |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        later = statistics.median(r.later_scans_s) if r.later_scans_s else None
+        per_pod = (r.rss_steady_mb or r.rss_peak_mb) * 1024 * 1024 / r.pods
+        reqs = ", ".join(f"{v:g} {k}" for k, v in r.requests_per_scan.items()) or "-"
+        out.append(
+            f"| {r.pods:,} / {r.nodes:,} | {f(r.listed_s)} s | {f(r.first_status_s)} s | "
+            f"{f(r.first_scan_s, '{:.2f}')} s | {f(later, '{:.2f}')} s | "
+            f"{f(r.rss_steady_mb, '{:.0f}')} MB ({r.rss_peak_mb:.0f}) | {per_pod / 1024:.1f} KB | "
+            f"{reqs} | {r.events_created} in {r.scans} scans | {r.log_lines} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes",
+        default="500:10000,1000:30000,2000:60000,5000:150000",
+        help="comma-separated NODES:PODS",
+    )
+    parser.add_argument("--scans", type=int, default=4, help="scans to wait for per size")
+    parser.add_argument("--interval", default="30s")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per size")
+    parser.add_argument("--keep", action="store_true", help="keep the control plane's files")
+    parser.add_argument("--operator-src", help="run the respread of another checkout (a path)")
+    parser.add_argument(
+        "--profile-memory",
+        action="store_true",
+        help="tracemalloc in the operator; its top allocation sites go to bench/out/",
+    )
+    args = parser.parse_args()
+    rows = []
+    for size in args.sizes.split(","):
+        nodes, pods = (int(x) for x in size.split(":"))
+        row = run_size(nodes, pods, args)
+        rows.append(row)
+        print(table([row]).splitlines()[-1], flush=True)
+    print()
+    print(table(rows))
+    outdir = REPO / "bench" / "out"
+    outdir.mkdir(exist_ok=True)
+    path = outdir / f"operator-scale-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    print(f"\nresults: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

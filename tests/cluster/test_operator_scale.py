@@ -1,0 +1,149 @@
+"""A guard against the operator's cost per pod growing back (bench/operator_scale.py measures
+it; this only fails when it returns).
+
+Two populations of a few thousand ReplicaSet-owned pods, bound directly to fake nodes, are
+scanned by `respread run` as deploy/'s service account. The operator's memory growth between
+them, per pod added, must stay far below what kopf-fed watches cost (about 31 KB a pod); a
+periodic scan must make no LIST, and Events come only with changes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kube_harness import AuditLog, ControlPlane
+from kube_helpers import scanned_after, wait_for
+from kubernetes import client
+from population import Population, populate, remove
+
+if TYPE_CHECKING:
+    from operator_fixtures import StartOperator
+
+pytestmark = pytest.mark.cluster
+pytest_plugins = ["operator_fixtures"]
+
+GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+OPERATOR_USER = "system:serviceaccount:respread-system:respread"
+PODS = 2500  # per population
+NODES = 60
+MAX_KB_PER_POD = 10.0  # kopf-fed watches cost about 31 KB a pod; slim records about 1 KB
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+@pytest.fixture
+def populations(api_client: client.ApiClient) -> Iterator[list[Population]]:
+    made: list[Population] = []
+    yield made
+    for population in made:
+        remove(api_client, population)
+
+
+def wait_scans(custom: client.CustomObjectsApi, name: str, count: int) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    for _ in range(count):
+        after = time.time()
+        status = wait_for(lambda a=after: scanned_after(custom, name, a), 120, "a scan")
+    return status
+
+
+def operator_requests(audit: AuditLog, since: int) -> list[tuple[str, str]]:
+    return [
+        (e.get("verb", ""), (e.get("objectRef") or {}).get("resource", ""))
+        for e in audit.events(since)
+        if e.get("stage") == "ResponseComplete"
+        and (e.get("user") or {}).get("username") == OPERATOR_USER
+    ]
+
+
+def test_memory_per_pod_requests_and_events_per_scan_stay_small(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    operator_factory: StartOperator,
+    audit_log: AuditLog,
+    populations: list[Population],
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    suffix = uuid.uuid4().hex[:6]
+    labels = {"respread.test/scale": suffix}
+    populations.append(
+        populate(api_client, NODES, PODS, prefix=f"s1{suffix}", namespace_labels=labels)
+    )
+    skewed = populations[0].skewed
+    op = operator_factory()
+    name = f"scale-{suffix}"
+    custom.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "mode": "DryRun",
+                "schedule": {"interval": "10s"},
+                "selector": {"namespaceSelector": {"matchLabels": labels}},
+            },
+        },
+    )
+    try:
+        first = wait_for(lambda: scanned_after(custom, name, 0), 180, "a first scan")
+        assert first["summary"]["violations"] == skewed, first["summary"]
+        wait_scans(custom, name, 1)
+
+        # Steady scans: no LIST, no Event (nothing changed), one status patch each.
+        mark = audit_log.mark()
+        before = rss_samples(op.proc.pid, 4)
+        wait_scans(custom, name, 2)
+        requests = operator_requests(audit_log, mark)
+        assert not [r for r in requests if r[0] == "list"], requests
+        assert not [r for r in requests if r == ("create", "events")], requests
+
+        # A second population: memory grows by the slim records, not by raw objects.
+        populations.append(
+            populate(api_client, NODES, PODS, prefix=f"s2{suffix}", namespace_labels=labels)
+        )
+        mark = audit_log.mark()
+        wait_for(
+            lambda: (
+                (scanned_after(custom, name, time.time() - 1) or {})
+                .get("summary", {})
+                .get("violations")
+                == 2 * skewed
+            ),
+            180,
+            "a scan of both populations",
+        )
+        wait_scans(custom, name, 1)
+        after = rss_samples(op.proc.pid, 4)
+        per_pod_kb = (after - before) * 1024 / PODS
+        print(f"operator RSS {before:.0f} -> {after:.0f} MB: {per_pod_kb:.1f} KB per pod added")
+        assert per_pod_kb < MAX_KB_PER_POD, (before, after)
+        # The new violations: at most one Event each, aggregated when there are many.
+        events = [r for r in operator_requests(audit_log, mark) if r == ("create", "events")]
+        assert len(events) <= min(skewed, 5), events
+        assert op.alive
+        lines = op.text().splitlines()
+        assert len(lines) < 200, lines[-20:]  # nothing per object, even at DEBUG (-v)
+    finally:
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def rss_samples(pid: int, count: int) -> float:
+    samples = []
+    for _ in range(count):
+        samples.append(rss_mb(pid))
+        time.sleep(0.5)
+    return statistics.median(samples)
