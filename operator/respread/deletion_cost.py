@@ -36,7 +36,7 @@ from itertools import pairwise
 from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
-from respread.model import Labels, Phase, Pod
+from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
 from respread.spread import CountTable, pod_counts
@@ -186,6 +186,22 @@ class _Context:
         )
 
 
+def _by_class(
+    m: Members, nodes: Mapping[str, Node], key: str, eligible: Mapping[str, str]
+) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
+    """The members by node, with the nodes that the Filter cannot tell apart for one constraint
+    (same value of its key, same eligibility) merged under the first of them: the judgement of
+    violating_nodes is the same, in one step per domain rather than per node."""
+    first: dict[tuple[str | None, bool], str] = {}
+    rep_of: dict[str, str] = {}
+    grouped: dict[str, list[Pod]] = {}
+    for node, pods in m.by_node.items():
+        rep = first.setdefault((nodes[node].labels.get(key), node in eligible), node)
+        rep_of[node] = rep
+        grouped.setdefault(rep, []).extend(pods)
+    return {rep: tuple(pods) for rep, pods in grouped.items()}, rep_of
+
+
 class _Simulation:
     """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
 
@@ -206,13 +222,14 @@ class _Simulation:
 
         self.checks: list[_Check] = []
         self.own: list[_Check] = []
-        # pod id -> the member views it stands in (by node), to take it out of
-        self.membership: dict[int, list[dict[str, tuple[Pod, ...]]]] = defaultdict(list)
+        # pod id -> the member views it stands in, and the node standing for its own there
+        self.membership: dict[int, list[tuple[dict[str, tuple[Pod, ...]], str]]] = defaultdict(list)
         # pod id -> (table copy, domain) of every table that counts it
         self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
         # pod id -> the checks its removal can change; each check's misplaced pods, when known
         self.affects: dict[int, set[int]] = defaultdict(set)
         self._misplaced: list[int | None] = []
+        self._crowding: dict[str, list[tuple[CountTable, str, int]]] = {}
         checks_of_table: dict[int, list[int]] = defaultdict(list)
         checks_of_view: dict[int, list[int]] = defaultdict(list)
         seen_tables: set[int] = set()
@@ -223,14 +240,6 @@ class _Simulation:
             hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
             if not hard:
                 continue
-            view = m
-            if own:
-                live = dict(m.by_node)
-                view = Members(m.workload, m.profile, live)
-                for on_node in m.by_node.values():
-                    for p in on_node:
-                        if id(p) in ids:
-                            self.membership[id(p)].append(live)
             originals: tuple[CountTable, ...] | None = None
             tables: tuple[CountTable, ...] = ()
             for i in hard:
@@ -250,12 +259,18 @@ class _Simulation:
                     originals = index.tables(m.profile)
                     tables = tuple(copy_of(t) for t in originals)
                 number = len(self.checks)
-                self.checks.append(_Check(view, tables, i))
+                live, rep_of = _by_class(m, index.nodes, m.profile.constraints[i].key, space)
+                self.checks.append(_Check(Members(m.workload, m.profile, live), tables, i))
                 self._misplaced.append(None)
                 checks_of_table[id(tables[i])].append(number)
                 if own:
                     self.own.append(self.checks[-1])
-                    checks_of_view[id(view.by_node)].append(number)
+                    checks_of_view[id(live)].append(number)
+                    for on_node in m.by_node.values():
+                        for p in on_node:
+                            if id(p) in ids:
+                                assert p.node_name is not None
+                                self.membership[id(p)].append((live, rep_of[p.node_name]))
                 table = originals[i]
                 if id(table) in seen_tables:
                     continue
@@ -267,15 +282,13 @@ class _Simulation:
             affected = self.affects[id(p)]
             for table, _ in self.counted_in.get(id(p), ()):
                 affected.update(checks_of_table[id(table)])
-            for live in self.membership.get(id(p), ()):
+            for live, _ in self.membership.get(id(p), ()):
                 affected.update(checks_of_view[id(live)])
 
     def remove(self, pod: Pod) -> None:
         for table, domain in self.counted_in.get(id(pod), ()):
             table.add(domain, -1)
-        for live in self.membership.get(id(pod), ()):
-            node = pod.node_name
-            assert node is not None
+        for live, node in self.membership.get(id(pod), ()):
             rest = tuple(p for p in live[node] if p is not pod)
             if rest:
                 live[node] = rest
@@ -286,9 +299,7 @@ class _Simulation:
     def restore(self, pod: Pod) -> None:
         for table, domain in self.counted_in.get(id(pod), ()):
             table.add(domain, 1)
-        for live in self.membership.get(id(pod), ()):
-            node = pod.node_name
-            assert node is not None
+        for live, node in self.membership.get(id(pod), ()):
             live[node] = (*live.get(node, ()), pod)
         self._touch(pod)
 
@@ -313,19 +324,22 @@ class _Simulation:
         self._misplaced[number] = value
         return value
 
-    def crowding(self, pod: Pod) -> int:
-        """How far above the global minimum the pod's domains are, over its own constraints."""
-        node = pod.node_name
-        if node is None:
-            return 0
-        total = 0
-        for check in self.own:
-            c = check.members.profile.constraints[check.index]
-            table = check.tables[check.index]
-            domain = table.space.node_domain.get(node)
-            if domain is not None:
-                total += table.get(domain) - table.global_min(c.min_domains)
-        return total
+    def crowding(self, node: str) -> int:
+        """How far above the global minimum a node's domains are, over the own constraints."""
+        entries = self._crowding.get(node)
+        if entries is None:
+            entries = self._crowding[node] = [
+                (table, domain, c.min_domains)
+                for check in self.own
+                for c, table in [
+                    (
+                        check.members.profile.constraints[check.index],
+                        check.tables[check.index],
+                    )
+                ]
+                if (domain := table.space.node_domain.get(node)) is not None
+            ]
+        return sum(table.get(domain) - table.global_min(md) for table, domain, md in entries)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,9 +391,8 @@ class _Buckets:
 
 def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
     """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
-    pod = buckets.pods[b][len(buckets.pods[b]) - buckets.left[b]]
     node = buckets.keys[b][1]
-    return (-sim.crowding(pod), -buckets.on_node(node), node)
+    return (-sim.crowding(node) if node else 0, -buckets.on_node(node), node)
 
 
 def _candidates(sim: _Simulation, buckets: _Buckets) -> list[int]:
