@@ -16,7 +16,16 @@ from respread.deletion_cost import (
     plan_costs,
     tier,
 )
-from respread.model import ClusterState, Labels, OwnerRef, Phase, Pod, SpreadConstraint
+from respread.model import (
+    ClusterState,
+    Labels,
+    Node,
+    OwnerRef,
+    Phase,
+    Pod,
+    SpreadConstraint,
+    Workload,
+)
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
 from tests.unit.builders import hard, node, pod, sel, state, workload
 
@@ -27,7 +36,7 @@ WEB = {"app": "web", "pod-template-hash": "abc"}
 RS = OwnerRef("ReplicaSet", "web-abc")
 
 
-def zone_nodes(*zones: str) -> list[object]:
+def zone_nodes(*zones: str) -> list[Node]:
     """One node per entry, named n<i>, in that zone (hostname = name)."""
     return [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate(zones)]
 
@@ -55,7 +64,7 @@ def web_pods(
     return out
 
 
-def deployment_objects() -> list[object]:
+def deployment_objects() -> list[Workload]:
     rs = replace(
         workload("ReplicaSet", "web-abc", sel(app="web")),
         owner=OwnerRef("Deployment", "web"),
@@ -290,25 +299,22 @@ def test_patches_are_bounded_per_scan() -> None:
     assert [p.rank for p in plan.patches] == [0, 1, 2, 3]  # the first to go, first
 
 
-EXCLUDED = [
-    ("StatefulSet", OwnerRef("StatefulSet", "db"), [], "StatefulSet"),
-    ("DaemonSet", OwnerRef("DaemonSet", "agent"), [], "DaemonSet"),
-    ("bare pod", None, [], "Pod"),
-    ("Job", OwnerRef("Job", "batch"), [], "Job"),
+EXCLUDED: list[tuple[str, OwnerRef | None, str]] = [
+    # (id, the pods' controller, the workload kind reported)
+    ("StatefulSet", OwnerRef("StatefulSet", "db"), "StatefulSet"),
+    ("DaemonSet", OwnerRef("DaemonSet", "agent"), "DaemonSet"),
+    ("bare pod", None, "Pod"),
+    ("Job", OwnerRef("Job", "batch"), "Job"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("owner", "objects", "kind"), [e[1:] for e in EXCLUDED], ids=[e[0] for e in EXCLUDED]
-)
-def test_excluded_kinds_are_reported_and_never_ordered(
-    owner: OwnerRef | None, objects: list[object], kind: str
-) -> None:
+@pytest.mark.parametrize(("owner", "kind"), [e[1:] for e in EXCLUDED], ids=[e[0] for e in EXCLUDED])
+def test_excluded_kinds_are_reported_and_never_ordered(owner: OwnerRef | None, kind: str) -> None:
     c = hard(ZONE, sel(app="web"))
     pods = web_pods({"n0": 2, "n1": 1}, [c], owner=owner) if owner else web_pods({"n0": 1}, [c])
     if owner is None:
         pods = [replace(p, owner=None) for p in pods]
-    plan = costs_for(state(zone_nodes("a", "b"), pods, workloads=objects))
+    plan = costs_for(state(zone_nodes("a", "b"), pods))
     assert plan.orders == ()
     assert plan.patches == ()
     (excluded,) = plan.excluded
