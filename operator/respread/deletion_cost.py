@@ -664,8 +664,11 @@ def _active(pods: Iterable[Pod]) -> Iterable[Pod]:
 def _bounded_patches(
     orders: Sequence[ReplicaSetOrder], cap: int
 ) -> tuple[tuple[PodCost, ...], int]:
-    """Whole ReplicaSets while they fit under the cap (a first one larger than the cap is
-    started, first pods first); conflicts are never written."""
+    """Whole ReplicaSets while they fit under the cap; conflicts are never written.
+
+    A first ReplicaSet larger than the cap is started from the last pods to go: their costs
+    are the highest, so the pods still without a new cost (read as their old cost, or 0) keep
+    going before them, as the order wants, until a later scan writes theirs."""
     out: list[PodCost] = []
     deferred = 0
     for order in orders:
@@ -673,9 +676,11 @@ def _bounded_patches(
             continue
         changed = order.changed
         room = cap - len(out)
-        if len(changed) <= room or (not out and room > 0):
-            out.extend(changed[:room])
-            deferred += max(0, len(changed) - room)
+        if len(changed) <= room:
+            out.extend(changed)
+        elif not out and room > 0:
+            out.extend(changed[len(changed) - room :])
+            deferred += len(changed) - room
         else:
             deferred += len(changed)
     return tuple(out), deferred
