@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -195,7 +196,7 @@ async def write_costs(
             cost=entry.desired,
             take_over=policy.remediation.deletion_cost.take_over,
         )
-        log.info(
+        log.debug(
             "pod-deletion-cost of %s/%s: %s (%s)",
             write.namespace,
             write.pod,
@@ -203,6 +204,14 @@ async def write_costs(
             write.reason,
         )
         writes.append(write)
+    if writes:
+        results = Counter(w.result.value for w in writes)
+        log.info(
+            "RebalancePolicy %s: pod-deletion-cost %s; %d left for later scans",
+            policy.name,
+            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
+            costs.deferred_patches,
+        )
     return writes
 
 
