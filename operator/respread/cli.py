@@ -17,9 +17,11 @@ import yaml
 from respread import __version__
 from respread.analysis import analyze, build_index
 from respread.collector import gc_paused
+from respread.deletion_cost import plan_costs
 from respread.explain import Explanation, explain_pod
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.remediation import apply_remediation
 from respread.report import build_report, render_text
 from respread.snapshot import LoadResult, documents_from_text, load_documents, load_texts
 
@@ -164,8 +166,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with gc_paused():
         analysis = analyze(loaded.state, policy)
-        result = plan(analysis, policy, now=now)
-        report = build_report(analysis, result, policy)
+        result = apply_remediation(plan(analysis, policy, now=now), policy)
+        settings = policy.remediation.deletion_cost
+        costs = plan_costs(analysis, settings) if settings.enabled else None
+        report = build_report(analysis, result, policy, costs=costs)
     note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
     emit(report, args.output, render_text(report) if args.output == "text" else None)
     return 0

@@ -252,6 +252,9 @@ class Pod:
     annotations: Labels = EMPTY_LABELS  # only the annotations respread reads
     nominated_node: str | None = None
     uid: str | None = None
+    # The field managers owning the pod-deletion-cost annotation (metadata.managedFields);
+    # interned, and the shared empty tuple for the usual pod without one.
+    deletion_cost_managers: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

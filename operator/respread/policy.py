@@ -78,6 +78,23 @@ class ConstraintSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DeletionCostSettings:
+    """Keep pod-deletion-cost in the order that keeps a scale-in within maxSkew."""
+
+    enabled: bool = False
+    take_over: bool = False  # also write where another field manager owns the annotation
+    max_patches_per_scan: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RemediationSettings:
+    """Which remedies respread may use; the default is eviction alone (as before)."""
+
+    evict: bool = True
+    deletion_cost: DeletionCostSettings = field(default_factory=DeletionCostSettings)
+
+
+@dataclass(frozen=True, slots=True)
 class RebalancePolicy:
     name: str = "default"
     generation: int = 0
@@ -87,6 +104,7 @@ class RebalancePolicy:
     constraints: ConstraintSettings = field(default_factory=ConstraintSettings)
     eviction: EvictionSettings = field(default_factory=EvictionSettings)
     report_max_items: int = 20
+    remediation: RemediationSettings = field(default_factory=RemediationSettings)
 
 
 DEFAULT_POLICY = RebalancePolicy()
@@ -290,6 +308,8 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         grace_period_seconds=grace,
     )
 
+    remediation = _remediation(_section(spec, "remediation", path), f"{path}.remediation")
+
     rep_raw = _section(spec, "report", path)
     max_items = rep_raw.get("maxItems", 20)
     if not isinstance(max_items, int) or isinstance(max_items, bool) or not 1 <= max_items <= 500:
@@ -305,4 +325,21 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         constraints=constraints,
         eviction=eviction,
         report_max_items=max_items,
+        remediation=remediation,
+    )
+
+
+def _remediation(raw: Mapping[str, Any], path: str) -> RemediationSettings:
+    cost_raw = _section(raw, "deletionCost", path)
+    cost_path = f"{path}.deletionCost"
+    patches = cost_raw.get("maxPatchesPerScan", 50)
+    if not isinstance(patches, int) or isinstance(patches, bool) or not 1 <= patches <= 1000:
+        raise PolicyError(f"{cost_path}.maxPatchesPerScan", "must be an integer from 1 to 1000")
+    return RemediationSettings(
+        evict=_bool(raw, "evict", path, True),
+        deletion_cost=DeletionCostSettings(
+            enabled=_bool(cost_raw, "enabled", cost_path, False),
+            take_over=_bool(cost_raw, "takeOver", cost_path, False),
+            max_patches_per_scan=patches,
+        ),
     )

@@ -12,8 +12,10 @@ from typing import Any
 
 from respread.analysis import Analysis, Group
 from respread.causes import PreviousScan, attribute
+from respread.deletion_cost import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.planner import Move, Outcome, Plan, Skip
 from respread.policy import API_VERSION, RebalancePolicy
+from respread.remediation import chosen, remedies
 
 DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
 
@@ -103,13 +105,103 @@ def worst_first(outcomes: tuple[Outcome, ...]) -> list[Outcome]:
     )
 
 
+def remedy_fields(outcome: Outcome, policy: RebalancePolicy) -> dict[str, Any]:
+    verdicts = remedies(outcome, policy)
+    pick = chosen(verdicts)
+    return {
+        "remedies": [
+            {
+                "name": v.remedy.value,
+                "enabled": v.enabled,
+                "applies": v.applies,
+                "reason": v.reason,
+            }
+            for v in verdicts
+        ],
+        "remedy": pick.value if pick is not None else None,
+    }
+
+
+TIER_NAMES = ("Unassigned", "Pending", "Unknown", "NotReady", "Ready")
+
+
+def cost_entry(entry: PodCost) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "pod": entry.pod.name,
+        "node": entry.pod.node_name,
+        "domains": dict(entry.domains),
+        "tier": TIER_NAMES[entry.tier],
+        "currentCost": entry.current,
+        "desiredCost": entry.desired,
+        "changed": entry.changed,
+        "withinMaxSkew": entry.within_max_skew,
+    }
+    if entry.foreign:
+        out["conflictManagers"] = list(entry.foreign)
+    return out
+
+
+def order_entry(order: ReplicaSetOrder) -> dict[str, Any]:
+    return {
+        "namespace": order.workload.namespace,
+        "workload": {"kind": order.workload.kind, "name": order.workload.name},
+        "replicaSet": order.replica_set,
+        "state": order.state.value,
+        "pods": len(order.pods),
+        "stepsWithinMaxSkew": order.safe_steps,
+        "changed": len(order.changed),
+        "conflicts": len(order.conflicts),
+        "message": order.message,
+        "order": [cost_entry(e) for e in order.pods],
+    }
+
+
+def excluded_entry(excluded: Excluded) -> dict[str, Any]:
+    return {
+        "namespace": excluded.workload.namespace,
+        "workload": {"kind": excluded.workload.kind, "name": excluded.workload.name},
+        "pods": excluded.pods,
+        "reason": excluded.reason,
+    }
+
+
+def deletion_cost_section(costs: CostPlan | None) -> dict[str, Any]:
+    if costs is None:
+        return {
+            "enabled": False,
+            "orders": [],
+            "excluded": [],
+            "patches": [],
+            "deferredPatches": 0,
+        }
+    return {
+        "enabled": True,
+        "orders": [order_entry(o) for o in costs.orders],
+        "excluded": [excluded_entry(e) for e in costs.excluded],
+        "patches": [
+            {
+                "namespace": p.pod.namespace,
+                "pod": p.pod.name,
+                "from": p.current,
+                "to": p.desired,
+            }
+            for p in costs.patches
+        ],
+        "deferredPatches": costs.deferred_patches,
+    }
+
+
 def build_report(
     analysis: Analysis,
     plan: Plan,
     policy: RebalancePolicy,
     previous: PreviousScan | None = None,
+    costs: CostPlan | None = None,
 ) -> dict[str, Any]:
-    """The full RebalanceReport (unbounded lists: the CLI's output; status.py bounds them)."""
+    """The full RebalanceReport (unbounded lists: the CLI's output; status.py bounds them).
+
+    ``costs`` is the deletion-cost plan, when the policy enables that remedy.
+    """
     state = analysis.index.state
     outcomes = worst_first(plan.outcomes)
     blocked = sum(1 for s in plan.skipped if s.kind.value == "Blocked")
@@ -128,7 +220,9 @@ def build_report(
             "blocked": blocked,
             "skipped": len(plan.skipped),
         },
-        "violations": [violation_entry(o, analysis, previous) for o in outcomes],
+        "violations": [
+            violation_entry(o, analysis, previous) | remedy_fields(o, policy) for o in outcomes
+        ],
         "evictions": [move_entry(m) for m in plan.moves],
         "deferred": [move_entry(m) for m in plan.deferred],
         "skipped": [skip_entry(s) for s in plan.skipped],
@@ -137,6 +231,7 @@ def build_report(
             "violatingPods": sum(o.violating_after_run for o in plan.outcomes),
             "violationsAfterDeferred": sum(1 for o in plan.outcomes if not o.fixable),
         },
+        "deletionCost": deletion_cost_section(costs),
     }
 
 
@@ -167,6 +262,7 @@ def render_text(report: Mapping[str, Any]) -> str:
     ]
     if not report["violations"]:
         out.append("No topology spread violations.")
+        out.extend(_deletion_cost_text(report))
         return "\n".join(out) + "\n"
     out.append(f"{s['violations']} violation(s), {s['unfixable']} not fixable by eviction.")
     for v in report["violations"]:
@@ -193,6 +289,8 @@ def render_text(report: Mapping[str, Any]) -> str:
             out.append(f"  minDomains {v['minDomains']}, {v['domainCount']} eligible domain(s)")
         out.append(f"  cause: {v['cause']} ({v['causeMessage']})")
         out.append(f"  {v['message']}")
+        if "remedies" in v:
+            out.append(f"  remedies: {_remedies_text(v)}")
 
     out.append("")
     verb = "Would evict" if mode == "DryRun" else "Evicting"
@@ -236,4 +334,69 @@ def render_text(report: Mapping[str, Any]) -> str:
         f"{p['violatingPods']} misplaced pod(s); after the deferred evictions: "
         f"{p['violationsAfterDeferred']} violation(s)."
     )
+    out.extend(_deletion_cost_text(report))
     return "\n".join(out) + "\n"
+
+
+def _remedies_text(v: Mapping[str, Any]) -> str:
+    parts = []
+    for r in v["remedies"]:
+        if r["name"] == v.get("remedy"):
+            state = "chosen"
+        elif not r["applies"]:
+            state = "does not apply"
+        elif not r["enabled"]:
+            state = "applies, not enabled"
+        else:
+            state = "applies"
+        parts.append(f"{r['name']} ({state})")
+    return ", ".join(parts) + ("" if v.get("remedy") else "; none chosen")
+
+
+ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
+
+
+def _cost(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _deletion_cost_text(report: Mapping[str, Any]) -> list[str]:
+    section = report.get("deletionCost") or {}
+    if not section.get("enabled"):
+        return []
+    out = ["", "Deletion-cost order (a scale-in removes the lowest cost first):"]
+    if not section["orders"]:
+        out.append("  No Deployment or ReplicaSet with hard spread constraints to order.")
+    for o in section["orders"]:
+        out.append(
+            f"{o['namespace']}/{o['workload']['name']} ({o['workload']['kind']}), ReplicaSet "
+            f"{o['replicaSet']}: {o['state']}, {o['stepsWithinMaxSkew']} of {o['pods']} "
+            "removal(s) within maxSkew from the first"
+        )
+        out.append(f"  {o['message']}")
+        rows = [["#", "POD", "NODE", "DOMAINS", "COST", "WITHIN MAXSKEW"]]
+        for i, e in enumerate(o["order"][:ORDER_ROWS_SHOWN], 1):
+            cost = (
+                f"{_cost(e['currentCost'])} -> {e['desiredCost']}"
+                if e["changed"]
+                else _cost(e["currentCost"])
+            )
+            if e.get("conflictManagers"):
+                cost += f" (owned by {', '.join(e['conflictManagers'])})"
+            within = "yes" if e["withinMaxSkew"] else "no"
+            if e["tier"] != "Ready":
+                within += f" ({e['tier']}: goes first whatever its cost)"
+            rows.append([str(i), e["pod"], e["node"] or "-", _where(e["domains"]), cost, within])
+        out.extend(_table(rows))
+        if len(o["order"]) > ORDER_ROWS_SHOWN:
+            out.append(f"  ... {len(o['order'])} pods in all")
+    for x in section["excluded"]:
+        out.append(
+            f"Not ordered: {x['namespace']}/{x['workload']['name']} ({x['workload']['kind']},"
+            f" {x['pods']} pod(s)): {x['reason']}"
+        )
+    out.append(
+        f"Would write {len(section['patches'])} pod-deletion-cost annotation(s) this scan; "
+        f"{section['deferredPatches']} left for later scans."
+    )
+    return out

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import yaml
 
@@ -45,6 +45,8 @@ from respread.model import (
 )
 from respread.quantity import QuantityError, milli, units
 
+DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+
 # Annotations the pipeline reads; every other annotation is dropped at load time.
 KEPT_ANNOTATIONS = frozenset(
     {
@@ -53,6 +55,7 @@ KEPT_ANNOTATIONS = frozenset(
         "cluster-autoscaler.kubernetes.io/safe-to-evict",
         "kubernetes.io/config.mirror",
         "deployment.kubernetes.io/revision",
+        DELETION_COST,
     }
 )
 
@@ -596,6 +599,24 @@ def _kept_annotations(meta: Mapping[str, Any], intern: _Interner) -> Labels:
     return intern(Labels(kept)) if kept else EMPTY_LABELS
 
 
+def _deletion_cost_managers(meta: Mapping[str, Any], intern: _Interner) -> tuple[str, ...]:
+    """The field managers that own the pod-deletion-cost annotation, from managedFields."""
+    entries = meta.get("managedFields")
+    if not isinstance(entries, list):
+        return ()
+    owners = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        fields = entry.get("fieldsV1")
+        metadata = fields.get("f:metadata") if isinstance(fields, dict) else None
+        annotations = metadata.get("f:annotations") if isinstance(metadata, dict) else None
+        if isinstance(annotations, dict) and f"f:{DELETION_COST}" in annotations:
+            manager = entry.get("manager")
+            owners.append(intern(manager) if isinstance(manager, str) else "")
+    return intern(tuple(sorted(set(owners)))) if owners else ()
+
+
 def _ready(status: Mapping[str, Any], default: bool) -> bool:
     for cond in _list(status, "status", "conditions"):
         if isinstance(cond, dict) and cond.get("type") == "Ready":
@@ -629,6 +650,7 @@ def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
         annotations=_kept_annotations(meta, intern),
         nominated_node=_str(status, "status", "nominatedNodeName") or None,
         uid=_str(meta, "metadata", "uid") or None,
+        deletion_cost_managers=_deletion_cost_managers(meta, intern),
     )
 
 

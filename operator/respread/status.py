@@ -62,7 +62,7 @@ def _domains_digest(v: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _violation(v: Mapping[str, Any], since: str) -> dict[str, Any]:
-    return {
+    entry = {
         "namespace": v["namespace"],
         "workload": dict(v["workload"]),
         "topologyKey": v["topologyKey"],
@@ -79,6 +79,9 @@ def _violation(v: Mapping[str, Any], since: str) -> dict[str, Any]:
         "fixable": v["fixable"],
         "message": _cap(v["message"]),
     }
+    if v.get("remedy"):
+        entry["remedy"] = v["remedy"]
+    return entry
 
 
 def _step(e: Mapping[str, Any], state: str, reason: str) -> dict[str, Any]:

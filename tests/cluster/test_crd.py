@@ -66,6 +66,10 @@ DEFAULTED_SPEC: dict[str, Any] = {
         },
     },
     "report": {"maxItems": 20},
+    "remediation": {
+        "evict": True,
+        "deletionCost": {"enabled": False, "takeOver": False, "maxPatchesPerScan": 50},
+    },
 }
 
 
@@ -313,6 +317,12 @@ VALID_SPECS: dict[str, dict[str, Any]] = {
             },
         }
     },
+    "remediation-deletion-cost": {
+        "remediation": {
+            "evict": False,
+            "deletionCost": {"enabled": True, "takeOver": True, "maxPatchesPerScan": 1000},
+        }
+    },
     "report-bounds-low": {"report": {"maxItems": 1}},
     "report-bounds-high": {"report": {"maxItems": 500}},
     "soft-constraints": {"constraints": {"whenUnsatisfiable": ["DoNotSchedule", "ScheduleAnyway"]}},
@@ -384,6 +394,11 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
         "spec.constraints.whenUnsatisfiable",
     ),
     "report-max-items-too-many": ({"report": {"maxItems": 501}}, "spec.report.maxItems"),
+    "deletion-cost-patches-zero": (
+        {"remediation": {"deletionCost": {"maxPatchesPerScan": 0}}},
+        "spec.remediation.deletionCost.maxPatchesPerScan",
+    ),
+    "evict-not-bool": ({"remediation": {"evict": "no"}}, "spec.remediation.evict"),
     "interval-below-10s": ({"schedule": {"interval": "5s"}}, "spec.schedule.interval"),
     "interval-no-unit": ({"schedule": {"interval": "300"}}, "spec.schedule.interval"),
     "cron-three-fields": ({"schedule": {"cron": "* * *"}}, "spec.schedule.cron"),
@@ -587,7 +602,8 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
             "pods": 6, "violatingPods": 4, "minimumMoves": None, "violatingPodsAfterRun": 2,
             "fromDefaultConstraints": True,
             "cause": "ScaleDown", "causeMessage": "web scaled from 9 to 6 replicas",
-            "since": ts, "fixable": True, "message": "fixable by eviction (2 moves)",
+            "since": ts, "fixable": True, "remedy": "Evict",
+            "message": "fixable by eviction (2 moves)",
         }],
         "plan": [
             {"namespace": "shop", "pod": "web-1", "node": "n1",
@@ -632,6 +648,10 @@ BAD_STATUSES: dict[str, tuple[dict[str, Any], str]] = {
         "status.violations[0].cause",
     ),
     "too-many-violations": ({"violations": [{}] * 501}, "status.violations"),
+    "violation-remedy-bogus": (
+        {"violations": [{"remedy": "Surge"}]},
+        "status.violations[0].remedy",
+    ),
     "message-too-long": ({"violations": [{"message": "x" * 1025}]}, "status.violations[0].message"),
     "scan-time-not-a-time": ({"lastScanTime": "yesterday"}, "status.lastScanTime"),
 }
@@ -708,6 +728,7 @@ ALLOWED = [
     ("create", "pods", "--subresource=eviction", "-n", "default"),
     ("create", "events", "-n", "default"),
     ("patch", "events.events.k8s.io", "-n", "default"),
+    ("patch", "pods", "-n", "default"),  # the pod-deletion-cost annotation
     ("watch", "rebalancepolicies.respread.io"),
     ("patch", "rebalancepolicies.respread.io"),
     ("patch", "rebalancepolicies.respread.io", "--subresource=status"),
@@ -720,7 +741,6 @@ ALLOWED = [
 DENIED = [
     ("delete", "pods", "-n", "default"),
     ("create", "pods", "-n", "default"),
-    ("patch", "pods", "-n", "default"),
     ("update", "pods", "--subresource=status", "-n", "default"),
     ("update", "deployments.apps", "-n", "default"),
     ("patch", "deployments.apps", "--subresource=scale", "-n", "default"),

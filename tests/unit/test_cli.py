@@ -475,3 +475,121 @@ def test_explain_text(capsys: pytest.CaptureFixture[str], snapshot: Path) -> Non
     assert "n1" in out
     assert "n2" in out
     assert "Unschedulable" in out
+
+
+# --------------------------------------------------------------------------------------------
+# remedies and the deletion-cost order
+
+
+def policy_file(tmp_path: Path, remediation: dict[str, Any]) -> Path:
+    path = tmp_path / "remediation.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "respread.io/v1alpha1",
+                "kind": "RebalancePolicy",
+                "metadata": {"name": "remedies"},
+                "spec": {"remediation": remediation},
+            }
+        )
+    )
+    return path
+
+
+def test_by_default_eviction_is_the_remedy_and_no_cost_is_ordered(
+    capsys: pytest.CaptureFixture[str], snapshot: Path
+) -> None:
+    report = plan_json(capsys, "--snapshot", str(snapshot))
+    (violation,) = report["violations"]
+    assert violation["remedy"] == "Evict"
+    assert violation["remedies"] == [
+        {
+            "name": "Evict",
+            "enabled": True,
+            "applies": True,
+            "reason": "evicting the misplaced pods fixes it",
+        },
+        {
+            "name": "DeletionCost",
+            "enabled": False,
+            "applies": True,
+            "reason": "the next scale-in removes the misplaced pods first and keeps maxSkew",
+        },
+    ]
+    assert report["deletionCost"] == {
+        "enabled": False,
+        "orders": [],
+        "excluded": [],
+        "patches": [],
+        "deferredPatches": 0,
+    }
+
+
+def test_plan_shows_the_deletion_cost_order(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    policy = policy_file(tmp_path, {"deletionCost": {"enabled": True}})
+    report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
+    costs = report["deletionCost"]
+    assert costs["enabled"] is True
+    (order,) = costs["orders"]
+    assert order["namespace"] == "shop"
+    assert order["workload"] == {"kind": "ReplicaSet", "name": "web"}
+    assert order["replicaSet"] == "web"
+    assert order["state"] == "Changes"
+    assert order["pods"] == 3
+    # 3 in z1, 0 in z2: violated until two pods have gone
+    assert [e["withinMaxSkew"] for e in order["order"]] == [False, True, True]
+    assert order["stepsWithinMaxSkew"] == 0
+    assert [e["desiredCost"] for e in order["order"]] == [1, 2, 3]
+    assert all(e["currentCost"] is None and e["changed"] for e in order["order"])
+    assert all(e["domains"] == {ZONE: "z1"} and e["tier"] == "Ready" for e in order["order"])
+    assert [p["to"] for p in costs["patches"]] == [1, 2, 3]
+    assert costs["deferredPatches"] == 0
+    assert report["violations"][0]["remedy"] == "Evict"
+
+    code, out, err = run(
+        capsys, "plan", "--snapshot", str(snapshot), "--policy", str(policy), "--now", NOW
+    )
+    assert code == 0, err
+    assert "Deletion-cost order" in out
+    assert "remedies: Evict (chosen), DeletionCost (applies)" in out
+    assert "Would write 3 pod-deletion-cost annotation(s) this scan" in out
+
+
+def test_evict_false_defers_every_eviction(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    policy = policy_file(tmp_path, {"evict": False, "deletionCost": {"enabled": True}})
+    report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
+    assert report["evictions"] == []
+    assert report["summary"]["plannedEvictions"] == 0
+    assert any(d["deferredBy"] == "spec.remediation.evict is false" for d in report["deferred"])
+    (violation,) = report["violations"]
+    assert violation["remedy"] == "DeletionCost"
+    assert violation["fixable"] is True  # eviction could fix it; the policy does not evict
+    assert violation["violatingPodsAfterRun"] == violation["violatingPods"]
+    assert report["predicted"]["violations"] == 1
+
+
+def test_statefulsets_are_reported_as_not_ordered(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pods = [pod_doc(f"db-{i}", "n1") for i in range(2)]
+    for p in pods:
+        p["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+        p["metadata"]["ownerReferences"][0]["name"] = "db"
+    path = tmp_path / "sts.yaml"
+    path.write_text(yaml.safe_dump_all([*NODES, *pods]), encoding="utf-8")
+    policy = policy_file(tmp_path, {"deletionCost": {"enabled": True}})
+    report = plan_json(capsys, "--snapshot", str(path), "--policy", str(policy))
+    costs = report["deletionCost"]
+    assert costs["orders"] == []
+    assert costs["patches"] == []
+    (excluded,) = costs["excluded"]
+    assert excluded["workload"] == {"kind": "StatefulSet", "name": "db"}
+    assert excluded["pods"] == 2
+    assert "StatefulSet" in excluded["reason"]
+    (violation,) = report["violations"]
+    remedies = {r["name"]: r for r in violation["remedies"]}
+    assert remedies["DeletionCost"]["applies"] is False

@@ -4,6 +4,7 @@ means, loop protection and pacing."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,7 +13,13 @@ from kubernetes.client.exceptions import ApiException
 from respread.analysis import WorkloadRef, analyze
 from respread.kube.evictions import Outcome, Result, TransientError, classify
 from respread.planner import plan
-from respread.policy import DEFAULT_POLICY, RebalancePolicy
+from respread.policy import (
+    DEFAULT_POLICY,
+    DeletionCostSettings,
+    RebalancePolicy,
+    RemediationSettings,
+)
+from respread.remediation import apply_remediation
 from respread.report import build_report
 from respread.runtime.memory import PolicyMemory
 from respread.snapshot import load_texts
@@ -28,7 +35,7 @@ def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[s
     texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / example).glob("*.yaml"))]
     state = load_texts(texts).state
     analysis = analyze(state, policy)
-    return build_report(analysis, plan(analysis, policy), policy)
+    return build_report(analysis, apply_remediation(plan(analysis, policy), policy), policy)
 
 
 # ---- status -------------------------------------------------------------------------------
@@ -52,6 +59,26 @@ def test_status_digests_the_report() -> None:
         "ScanSucceeded": "True",
         "Balanced": "False",
     }
+
+
+@pytest.mark.parametrize(
+    ("remediation", "remedy"),
+    [
+        (RemediationSettings(), "Evict"),
+        (
+            RemediationSettings(evict=False, deletion_cost=DeletionCostSettings(enabled=True)),
+            "DeletionCost",
+        ),
+        (RemediationSettings(evict=False), None),
+    ],
+    ids=["eviction", "deletion cost when eviction is off", "none allowed"],
+)
+def test_status_violations_name_the_chosen_remedy(
+    remediation: RemediationSettings, remedy: str | None
+) -> None:
+    policy = replace(DEFAULT_POLICY, remediation=remediation)
+    (v,) = build_status(report_for("zone-scale-down", policy), policy, NOW)["violations"]
+    assert v.get("remedy") == remedy
 
 
 def test_since_and_transition_times_carry_over_between_scans() -> None:

@@ -12,9 +12,11 @@ from respread.policy import (
     API_VERSION,
     DEFAULT_POLICY,
     KIND,
+    DeletionCostSettings,
     Mode,
     PolicyError,
     RebalancePolicy,
+    RemediationSettings,
     parse_duration,
     parse_policy,
 )
@@ -218,6 +220,23 @@ def with_default(**fields: Any) -> dict[str, Any]:
 
 INVALID = [
     # (id, spec, field path)
+    ("remediation evict not a bool", nested("remediation.evict", "no"), "spec.remediation.evict"),
+    (
+        "deletionCost enabled not a bool",
+        nested("remediation.deletionCost.enabled", 1),
+        "spec.remediation.deletionCost.enabled",
+    ),
+    (
+        "deletionCost maxPatchesPerScan 0",
+        nested("remediation.deletionCost.maxPatchesPerScan", 0),
+        "spec.remediation.deletionCost.maxPatchesPerScan",
+    ),
+    (
+        "deletionCost maxPatchesPerScan above 1000",
+        nested("remediation.deletionCost.maxPatchesPerScan", 1001),
+        "spec.remediation.deletionCost.maxPatchesPerScan",
+    ),
+    ("remediation not a mapping", {"remediation": [1]}, "spec.remediation"),
     ("mode lower case", {"mode": "enforce"}, "spec.mode"),
     ("mode unknown", {"mode": "Delete"}, "spec.mode"),
     ("mode empty", {"mode": ""}, "spec.mode"),
@@ -505,3 +524,29 @@ def test_parse_duration_rejects(value: object) -> None:
         parse_duration(value, "spec.eviction.cooldown")
     assert info.value.field == "spec.eviction.cooldown"
     assert "spec.eviction.cooldown" in str(info.value)
+
+
+def test_remediation_defaults_to_eviction_alone() -> None:
+    p = parse_policy(policy_doc({}))
+    assert p.remediation == RemediationSettings()
+    assert p.remediation.evict is True
+    assert p.remediation.deletion_cost == DeletionCostSettings(
+        enabled=False, take_over=False, max_patches_per_scan=50
+    )
+
+
+def test_remediation_is_read() -> None:
+    p = parse_policy(
+        policy_doc(
+            {
+                "remediation": {
+                    "evict": False,
+                    "deletionCost": {"enabled": True, "takeOver": True, "maxPatchesPerScan": 7},
+                }
+            }
+        )
+    )
+    assert p.remediation == RemediationSettings(
+        evict=False,
+        deletion_cost=DeletionCostSettings(enabled=True, take_over=True, max_patches_per_scan=7),
+    )

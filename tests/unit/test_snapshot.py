@@ -1122,3 +1122,49 @@ def test_namespaces() -> None:
 def test_taken_at_is_passed_through() -> None:
     result = load_texts([(SOURCE, yaml.safe_dump(a_node()))], taken_at=123.0)
     assert result.state.taken_at == 123.0
+
+
+def cost_field(manager: str, annotation: str = "controller.kubernetes.io/pod-deletion-cost") -> Any:
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, f"f:{annotation}": {}}}},
+    }
+
+
+DELETION_COST_OWNERS = [
+    # (id, managedFields, expected owners of the pod-deletion-cost annotation)
+    ("no managedFields", None, ()),
+    ("another annotation only", [cost_field("kubectl", "team")], ()),
+    ("one manager", [cost_field("kubectl-annotate")], ("kubectl-annotate",)),
+    (
+        "two managers, sorted, each once",
+        [cost_field("respread"), cost_field("hpa"), cost_field("respread")],
+        ("hpa", "respread"),
+    ),
+    ("malformed entries are ignored", ["x", {"manager": "m", "fieldsV1": []}], ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "owners"),
+    [c[1:] for c in DELETION_COST_OWNERS],
+    ids=[c[0] for c in DELETION_COST_OWNERS],
+)
+def test_deletion_cost_annotation_and_its_managers(
+    fields: list[Any] | None, owners: tuple[str, ...]
+) -> None:
+    meta: dict[str, Any] = {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-5"}}
+    if fields is not None:
+        meta["managedFields"] = fields
+    got = load_pod(pod_doc(meta=meta))
+    assert got.annotations["controller.kubernetes.io/pod-deletion-cost"] == "-5"
+    assert got.deletion_cost_managers == owners
+
+
+def test_pods_without_cost_managers_share_the_empty_tuple() -> None:
+    result = load_yaml(a_node(), a_pod("p1"), a_pod("p2"))
+    a, b = result.state.pods
+    assert a.deletion_cost_managers is b.deletion_cost_managers == ()

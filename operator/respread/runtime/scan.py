@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,12 +16,15 @@ from kubernetes import client
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
 from respread.changes import ViolationKey, change_events, changes
 from respread.collector import gc_paused
+from respread.deletion_cost import CostPlan, plan_costs
+from respread.kube.annotations import CostWrite, write_cost
 from respread.kube.client import KubeError
 from respread.kube.evictions import Result, evict
 from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
 from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
+from respread.remediation import apply_remediation
 from respread.report import build_report
 from respread.runtime import metrics
 from respread.runtime.cache import ClusterCache
@@ -63,6 +67,7 @@ class Computed:
     plan: Plan
     report: dict[str, Any]
     known: frozenset[ViolationKey]  # the violations known before this scan
+    costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
 
 
 def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRef]:
@@ -92,12 +97,16 @@ def _compute(
     held = (
         memory.held(now, unready_workloads(state, analysis)) if policy.mode is Mode.ENFORCE else {}
     )
-    result = plan(analysis, policy, now=now, history=memory.last_eviction, held=held)
-    report = build_report(analysis, result, policy, memory.previous)
+    result = apply_remediation(
+        plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
+    )
+    settings = policy.remediation.deletion_cost
+    costs = plan_costs(analysis, settings) if settings.enabled else None
+    report = build_report(analysis, result, policy, memory.previous, costs=costs)
     known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
     memory.carry_causes(report)
     memory.remember(analysis)
-    return Computed(analysis, result, report, known)
+    return Computed(analysis, result, report, known, costs)
 
 
 def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
@@ -170,6 +179,42 @@ async def enforce(
     return executions
 
 
+async def write_costs(
+    api: client.ApiClient, policy: RebalancePolicy, costs: CostPlan, acting: Acting = _always
+) -> list[CostWrite]:
+    """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
+    writes = []
+    for entry in costs.patches:
+        _check(acting)
+        write = await asyncio.to_thread(
+            write_cost,
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            expected=entry.current,
+            cost=entry.desired,
+            take_over=policy.remediation.deletion_cost.take_over,
+        )
+        log.debug(
+            "pod-deletion-cost of %s/%s: %s (%s)",
+            write.namespace,
+            write.pod,
+            write.result.value,
+            write.reason,
+        )
+        writes.append(write)
+    if writes:
+        results = Counter(w.result.value for w in writes)
+        log.info(
+            "RebalancePolicy %s: pod-deletion-cost %s; %d left for later scans",
+            policy.name,
+            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
+            costs.deferred_patches,
+        )
+    return writes
+
+
 def _scan_failing(status: Mapping[str, Any] | None) -> bool:
     for condition in (status or {}).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
@@ -226,6 +271,8 @@ async def run_scan(
                 now=now,
                 acting=acting,
             )
+        if policy.mode is Mode.ENFORCE and computed.costs is not None:
+            await write_costs(api, policy, computed.costs, acting)
         status = build_status(
             computed.report,
             policy,

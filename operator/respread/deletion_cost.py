@@ -1,0 +1,686 @@
+"""Pod-deletion-cost ordering: the scale-in order that keeps a workload's spread constraints.
+
+The ReplicaSet controller picks the pods a scale-in deletes by its own ranking, never by
+topology: unassigned pods first, then Pending, Unknown, then Running pods that are not Ready,
+then the lowest ``controller.kubernetes.io/pod-deletion-cost``, then the pods doubled up on a
+node, then the most recently Ready, then the youngest. Only the cost is ours to set. So, per
+ReplicaSet of a Deployment (or a ReplicaSet of its own) with hard spread constraints:
+
+1. Its active pods are split into the controller's *tiers* (the ranking before the cost). The
+   tiers are removed in that order whatever the costs; within a tier the cost decides.
+2. Removals are simulated one at a time on working copies of the count tables the rest of
+   respread uses (spread.py), and each state is judged exactly as the analysis judges a group
+   (analysis.violating_nodes): every hard constraint of the workload, and every other
+   workload's hard constraint whose selector counts these pods and that was balanced before.
+3. A depth-first search (pods on one node in one tier are interchangeable, so it branches on
+   nodes, prefers the most crowded domains, and remembers dead ends) finds an order that keeps
+   every state within maxSkew whenever one exists, within a bounded number of steps. Past the
+   bound, or when no such order exists (the workload is already violated, or other workloads'
+   pods make it impossible), each step takes the removal that leaves the fewest misplaced pods.
+4. The first pod to remove gets the lowest cost. Costs are written only when the order they
+   give today differs from (and is worse than) the one computed: a current order that is as
+   good is kept, so a scale-in does not make every remaining pod's cost change.
+
+Pods whose cost annotation another field manager owns (metadata.managedFields) are conflicts:
+their ReplicaSet is left alone, unless the policy takes over. StatefulSets, DaemonSets, Jobs,
+bare pods and other controllers are never given costs; they are listed with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from itertools import pairwise
+from typing import Final
+
+from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
+from respread.model import Labels, Node, Phase, Pod
+from respread.policy import DeletionCostSettings
+from respread.snapshot import DELETION_COST
+from respread.spread import CountTable, pod_counts
+
+FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
+ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
+SEARCH_STEPS: Final = 2000  # removals the search may try per ReplicaSet, beyond one per pod
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+
+EXCLUSION_REASONS: Final[Mapping[str, str]] = {
+    "StatefulSet": "a StatefulSet removes its highest ordinal first; pod-deletion-cost has no say",
+    "DaemonSet": "a DaemonSet runs one pod per node and is never scaled in",
+    "Pod": "a bare pod: no controller scales it in",
+    "Job": "a Job's pods finish; it is not scaled in by pod-deletion-cost",
+}
+
+
+class Tier(IntEnum):
+    """The ReplicaSet controller's ranking before the cost: lower tiers are deleted first."""
+
+    UNASSIGNED = 0
+    PENDING = 1
+    UNKNOWN = 2
+    NOT_READY = 3
+    READY = 4
+
+
+def tier(pod: Pod) -> Tier:
+    if pod.node_name is None:
+        return Tier.UNASSIGNED
+    if pod.phase is Phase.PENDING:
+        return Tier.PENDING
+    if pod.phase is Phase.UNKNOWN:
+        return Tier.UNKNOWN
+    return Tier.READY if pod.ready else Tier.NOT_READY
+
+
+def current_cost(pod: Pod) -> int | None:
+    """The pod's pod-deletion-cost; None when absent or unreadable (the controller reads 0)."""
+    return parse_cost(pod.annotations.get(DELETION_COST))
+
+
+def parse_cost(raw: str | None) -> int | None:
+    """A pod-deletion-cost annotation's value (an int32); None when absent or unreadable."""
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        return None
+    return value if INT32_MIN <= value <= INT32_MAX else None
+
+
+def foreign_managers(pod: Pod) -> tuple[str, ...]:
+    """Field managers other than respread's that own the pod's cost annotation."""
+    if DELETION_COST not in pod.annotations:
+        return ()
+    return tuple(m for m in pod.deletion_cost_managers if m != FIELD_MANAGER)
+
+
+class OrderState(StrEnum):
+    UNCHANGED = "Unchanged"  # the current costs already give the order: nothing to write
+    CHANGES = "Changes"  # some pods need a new cost
+    CONFLICT = "Conflict"  # another field manager owns a cost: left alone
+
+
+@dataclass(frozen=True, slots=True)
+class PodCost:
+    pod: Pod
+    rank: int  # 0: the first pod a scale-in removes
+    tier: Tier
+    desired: int
+    current: int | None
+    within_max_skew: bool  # every hard constraint holds once this pod (and those before) are gone
+    domains: tuple[tuple[str, str], ...]  # the pod's value of each of the workload's hard keys
+    foreign: tuple[str, ...] = ()  # other managers owning its cost annotation
+
+    @property
+    def changed(self) -> bool:
+        return self.desired != self.current
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSetOrder:
+    workload: WorkloadRef
+    replica_set: str
+    pods: tuple[PodCost, ...]  # in removal order
+    safe_steps: int  # removals, from the first, that keep every hard constraint within maxSkew
+    state: OrderState
+    message: str
+
+    @property
+    def changed(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.changed)
+
+    @property
+    def conflicts(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.foreign)
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    workload: WorkloadRef
+    pods: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CostPlan:
+    orders: tuple[ReplicaSetOrder, ...]
+    excluded: tuple[Excluded, ...]
+    patches: tuple[PodCost, ...]  # the costs to write this scan, in order (bounded)
+    deferred_patches: int  # changed costs left for later scans by maxPatchesPerScan
+
+
+# --------------------------------------------------------------------------------------------
+# The simulation
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """One group a removal must keep within maxSkew: members (live view) and a constraint."""
+
+    members: Members
+    tables: tuple[CountTable, ...]
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every ReplicaSet's simulation reads: the analysis, by namespace."""
+
+    analysis: Analysis
+    members_by_namespace: Mapping[str, tuple[Members, ...]]
+    balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
+
+    @classmethod
+    def of(cls, analysis: Analysis) -> _Context:
+        by_namespace: dict[str, list[Members]] = defaultdict(list)
+        for m in analysis.members:
+            by_namespace[m.profile.namespace].append(m)
+        return cls(
+            analysis,
+            {ns: tuple(ms) for ns, ms in by_namespace.items()},
+            frozenset((id(g.members), g.index) for g in analysis.groups if not g.violating),
+        )
+
+
+def _by_class(
+    m: Members, nodes: Mapping[str, Node], key: str, eligible: Mapping[str, str]
+) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
+    """The members by node, with the nodes that the Filter cannot tell apart for one constraint
+    (same value of its key, same eligibility) merged under the first of them: the judgement of
+    violating_nodes is the same, in one step per domain rather than per node."""
+    first: dict[tuple[str | None, bool], str] = {}
+    rep_of: dict[str, str] = {}
+    grouped: dict[str, list[Pod]] = {}
+    for node, pods in m.by_node.items():
+        rep = first.setdefault((nodes[node].labels.get(key), node in eligible), node)
+        rep_of[node] = rep
+        grouped.setdefault(rep, []).extend(pods)
+    return {rep: tuple(pods) for rep, pods in grouped.items()}, rep_of
+
+
+class _Simulation:
+    """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
+
+    def __init__(self, context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> None:
+        index = self.index = context.analysis.index
+        ids = {id(p) for p in pods}
+        by_labels: dict[int, tuple[Labels, list[Pod]]] = {}
+        for p in pods:
+            if p.node_name is not None:
+                by_labels.setdefault(id(p.labels), (p.labels, []))[1].append(p)
+        copies: dict[int, CountTable] = {}
+
+        def copy_of(table: CountTable) -> CountTable:
+            found = copies.get(id(table))
+            if found is None:
+                found = copies[id(table)] = table.copy()
+            return found
+
+        self.checks: list[_Check] = []
+        self.own: list[_Check] = []
+        # pod id -> the member views it stands in, and the node standing for its own there
+        self.membership: dict[int, list[tuple[dict[str, tuple[Pod, ...]], str]]] = defaultdict(list)
+        # pod id -> (table copy, domain) of every table that counts it
+        self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
+        # pod id -> the checks its removal can change; each check's misplaced pods, when known
+        self.affects: dict[int, set[int]] = defaultdict(set)
+        self._misplaced: list[int | None] = []
+        self._crowding: dict[str, list[tuple[CountTable, str, int]]] = {}
+        checks_of_table: dict[int, list[int]] = defaultdict(list)
+        checks_of_view: dict[int, list[int]] = defaultdict(list)
+        seen_tables: set[int] = set()
+        for m in context.members_by_namespace.get(workload.namespace, ()):
+            own = m.workload == workload and any(
+                id(p) in ids for on_node in m.by_node.values() for p in on_node
+            )
+            hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
+            if not hard:
+                continue
+            originals: tuple[CountTable, ...] | None = None
+            tables: tuple[CountTable, ...] = ()
+            for i in hard:
+                # index.is_counted, once per label set: the pods are in the namespace and live
+                selector = m.profile.constraints[i].selector
+                space = index.space(m.profile, i).node_domain
+                counts_ours = [
+                    p
+                    for labels, same in by_labels.values()
+                    if index.counts_pod(selector, labels)
+                    for p in same
+                    if p.node_name in space
+                ]
+                if not own and (not counts_ours or (id(m), i) not in context.balanced):
+                    continue
+                if originals is None:
+                    originals = index.tables(m.profile)
+                    tables = tuple(copy_of(t) for t in originals)
+                number = len(self.checks)
+                live, rep_of = _by_class(m, index.nodes, m.profile.constraints[i].key, space)
+                self.checks.append(_Check(Members(m.workload, m.profile, live), tables, i))
+                self._misplaced.append(None)
+                checks_of_table[id(tables[i])].append(number)
+                if own:
+                    self.own.append(self.checks[-1])
+                    checks_of_view[id(live)].append(number)
+                    for on_node in m.by_node.values():
+                        for p in on_node:
+                            if id(p) in ids:
+                                assert p.node_name is not None
+                                self.membership[id(p)].append((live, rep_of[p.node_name]))
+                table = originals[i]
+                if id(table) in seen_tables:
+                    continue
+                seen_tables.add(id(table))
+                for p in counts_ours:
+                    assert p.node_name is not None
+                    self.counted_in[id(p)].append((tables[i], space[p.node_name]))
+        for p in pods:
+            affected = self.affects[id(p)]
+            for table, _ in self.counted_in.get(id(p), ()):
+                affected.update(checks_of_table[id(table)])
+            for live, _ in self.membership.get(id(p), ()):
+                affected.update(checks_of_view[id(live)])
+
+    def remove(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, -1)
+        for live, node in self.membership.get(id(pod), ()):
+            rest = tuple(p for p in live[node] if p is not pod)
+            if rest:
+                live[node] = rest
+            else:
+                del live[node]
+        self._touch(pod)
+
+    def restore(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, 1)
+        for live, node in self.membership.get(id(pod), ()):
+            live[node] = (*live.get(node, ()), pod)
+        self._touch(pod)
+
+    def _touch(self, pod: Pod) -> None:
+        for number in self.affects.get(id(pod), ()):
+            self._misplaced[number] = None
+
+    def misplaced(self) -> int:
+        """Member pods of the checked groups that sit where the scheduler would not place them."""
+        total = 0
+        for number, cached in enumerate(self._misplaced):
+            total += self._count(number) if cached is None else cached
+        return total
+
+    def _count(self, number: int) -> int:
+        check = self.checks[number]
+        m = check.members
+        value = 0
+        if m.by_node:
+            bad = violating_nodes(self.index, m, check.tables, check.index)
+            value = sum(len(m.by_node[n]) for n in bad)
+        self._misplaced[number] = value
+        return value
+
+    def crowding(self, node: str) -> int:
+        """How far above the global minimum a node's domains are, over the own constraints."""
+        entries = self._crowding.get(node)
+        if entries is None:
+            entries = self._crowding[node] = [
+                (table, domain, c.min_domains)
+                for check in self.own
+                for c, table in [
+                    (
+                        check.members.profile.constraints[check.index],
+                        check.tables[check.index],
+                    )
+                ]
+                if (domain := table.space.node_domain.get(node)) is not None
+            ]
+        return sum(table.get(domain) - table.global_min(md) for table, domain, md in entries)
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+
+
+class _Buckets:
+    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable."""
+
+    def __init__(self, pods: Sequence[Pod]) -> None:
+        groups: dict[tuple[Tier, str], list[Pod]] = defaultdict(list)
+        for p in pods:
+            groups[(tier(p), p.node_name or "")].append(p)
+        # within a bucket the controller's own preference: youngest first, then by name
+        self.keys = sorted(groups)
+        self.pods = [
+            sorted(groups[k], key=lambda p: (-(p.created or 0.0), p.name)) for k in self.keys
+        ]
+        self.left = [len(b) for b in self.pods]
+        self.remaining = sum(self.left)
+        self.per_node: dict[str, int] = defaultdict(int)
+        for (_, node), n in zip(self.keys, self.left, strict=True):
+            self.per_node[node] += n
+
+    def state(self) -> tuple[int, ...]:
+        return tuple(self.left)
+
+    def open(self) -> list[int]:
+        """The buckets the next removal may come from: those of the lowest tier left."""
+        lowest = min((self.keys[b][0] for b, n in enumerate(self.left) if n), default=None)
+        return [b for b, n in enumerate(self.left) if n and self.keys[b][0] == lowest]
+
+    def take(self, b: int) -> Pod:
+        pod = self.pods[b][len(self.pods[b]) - self.left[b]]
+        self.left[b] -= 1
+        self.remaining -= 1
+        self.per_node[self.keys[b][1]] -= 1
+        return pod
+
+    def give_back(self, b: int) -> Pod:
+        self.left[b] += 1
+        self.remaining += 1
+        self.per_node[self.keys[b][1]] += 1
+        return self.pods[b][len(self.pods[b]) - self.left[b]]
+
+    def on_node(self, node: str) -> int:
+        return self.per_node[node]
+
+
+def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
+    """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
+    node = buckets.keys[b][1]
+    return (-sim.crowding(node) if node else 0, -buckets.on_node(node), node)
+
+
+def _candidates(sim: _Simulation, buckets: _Buckets) -> list[int]:
+    """The open buckets, best first (their safety is checked when they are tried)."""
+    return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
+
+
+def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+    """The longest run of removals found that keeps every check within maxSkew (complete
+    when one exists and the budget allows), and the removals tried; the simulation is left as
+    it was found."""
+    best: list[int] = []
+    path: list[int] = []
+    dead: set[tuple[int, ...]] = set()
+    stack = [_candidates(sim, buckets)]
+    steps = 0
+    while stack and steps < budget:
+        moves = stack[-1]
+        if not moves:
+            dead.add(buckets.state())
+            stack.pop()
+            if path:
+                sim.restore(buckets.give_back(path.pop()))
+            continue
+        b = moves.pop(0)
+        sim.remove(buckets.take(b))
+        steps += 1
+        if buckets.state() in dead or sim.misplaced():
+            sim.restore(buckets.give_back(b))
+            continue
+        path.append(b)
+        if len(path) > len(best):
+            best = list(path)
+            if not buckets.remaining:
+                break
+        stack.append(_candidates(sim, buckets))
+    while path:
+        sim.restore(buckets.give_back(path.pop()))
+    return best, steps
+
+
+def _least_harm(sim: _Simulation, buckets: _Buckets) -> int:
+    """The open bucket whose next pod leaves the fewest misplaced pods (then the preference)."""
+    scored = []
+    for b in buckets.open():
+        preference = _preference(sim, buckets, b)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        scored.append((sim.misplaced(), preference, b))
+        sim.restore(pod)
+        buckets.give_back(b)
+    return min(scored)[2]
+
+
+def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
+    """Every pod, in the order to remove them, each with whether the state after it is within
+    maxSkew. The simulation is left with every pod removed."""
+    buckets = _Buckets(pods)
+    budget = SEARCH_STEPS + 2 * len(pods)
+    out: list[tuple[Pod, bool]] = []
+    while buckets.remaining:
+        # once the budget is spent, the least harmful removal is also the greedy safe one
+        run, tried = _search(sim, buckets, budget) if budget > 0 else ([], 0)
+        budget -= tried
+        for b in run:
+            pod = buckets.take(b)
+            sim.remove(pod)
+            out.append((pod, True))
+        if not buckets.remaining:
+            break
+        b = _least_harm(sim, buckets)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        out.append((pod, sim.misplaced() == 0))
+    return out
+
+
+def replay(sim: _Simulation, order: Sequence[Pod]) -> list[bool]:
+    """Whether each state along ``order`` is within maxSkew; the simulation is restored."""
+    out = []
+    for pod in order:
+        sim.remove(pod)
+        out.append(sim.misplaced() == 0)
+    for pod in reversed(order):
+        sim.restore(pod)
+    return out
+
+
+def _quality(safe: Sequence[bool]) -> tuple[int, int]:
+    """Better orders keep maxSkew for longer from the start, then in more states."""
+    prefix = next((i for i, ok in enumerate(safe) if not ok), len(safe))
+    return prefix, sum(safe)
+
+
+def _ranked_by_cost(pods: Sequence[Pod]) -> list[Pod] | None:
+    """The order the controller takes today, when the current costs alone decide it (every
+    pod has a cost, distinct within its tier); else None."""
+    costs = [(tier(p), current_cost(p), p) for p in pods]
+    if any(c is None for _, c, _ in costs):
+        return None
+    keyed = sorted(((t, c, p) for t, c, p in costs), key=lambda x: (x[0], x[1] or 0))
+    for (t1, c1, _), (t2, c2, _) in pairwise(keyed):
+        if t1 == t2 and c1 == c2:
+            return None
+    return [p for _, _, p in keyed]
+
+
+# --------------------------------------------------------------------------------------------
+# Per ReplicaSet, and for the whole cluster
+
+
+def _domains(sim: _Simulation, pod: Pod) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    if pod.node_name is None:
+        return ()
+    node = sim.index.nodes.get(pod.node_name)
+    for check in sim.own:
+        key = check.members.profile.constraints[check.index].key
+        if node is not None and key in node.labels:
+            out[key] = node.labels[key]
+    return tuple(out.items())
+
+
+def order_replica_set(
+    context: _Context,
+    *,
+    workload: WorkloadRef,
+    replica_set: str,
+    pods: Sequence[Pod],
+    settings: DeletionCostSettings,
+) -> ReplicaSetOrder:
+    """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
+    sim = _Simulation(context, workload, pods)
+    computed = removal_order(sim, pods)
+    for pod, _ in reversed(computed):
+        sim.restore(pod)
+    order = [p for p, _ in computed]
+    safe = [ok for _, ok in computed]
+    today = _ranked_by_cost(pods)
+    keep = False
+    if today is not None:
+        safe_today = replay(sim, today)
+        if _quality(safe_today) >= _quality(safe):
+            order, safe, keep = today, safe_today, True
+    entries = []
+    for rank, (pod, ok) in enumerate(zip(order, safe, strict=True)):
+        now = current_cost(pod)
+        entries.append(
+            PodCost(
+                pod=pod,
+                rank=rank,
+                tier=tier(pod),
+                desired=now if keep and now is not None else rank + 1,
+                current=now,
+                within_max_skew=ok,
+                domains=_domains(sim, pod),
+                foreign=foreign_managers(pod),
+            )
+        )
+    prefix, _ = _quality(safe)
+    conflicts = [e for e in entries if e.foreign]
+    changed = [e for e in entries if e.changed]
+    if conflicts and changed and not settings.take_over:
+        state = OrderState.CONFLICT
+    elif changed:
+        state = OrderState.CHANGES
+    else:
+        state = OrderState.UNCHANGED
+    return ReplicaSetOrder(
+        workload=workload,
+        replica_set=replica_set,
+        pods=tuple(entries),
+        safe_steps=prefix,
+        state=state,
+        message=_message(safe, state, conflicts, kept=keep),
+    )
+
+
+def _message(
+    safe: Sequence[bool], state: OrderState, conflicts: Sequence[PodCost], *, kept: bool
+) -> str:
+    total = len(safe)
+    prefix, _ = _quality(safe)
+    settled = next((i for i in range(total, 0, -1) if not safe[i - 1]), 0)
+    if prefix == total:
+        head = f"a scale-in keeps every hard constraint within maxSkew for all {total} removals"
+    elif prefix == 0 and settled < total:
+        head = (
+            f"violated now: the first {settled} removal(s) take the most misplaced pods, and"
+            " every removal after them keeps every hard constraint within maxSkew"
+        )
+    else:
+        head = (
+            f"no order found keeps every hard constraint within maxSkew past removal {prefix}"
+            f" of {total}; past that, each removal leaves the fewest misplaced pods"
+        )
+    if state is OrderState.CONFLICT:
+        owners = sorted({m for c in conflicts for m in c.foreign})
+        tail = (
+            f"another field manager ({', '.join(owners)}) owns the cost of {len(conflicts)}"
+            " pod(s): left alone (spec.remediation.deletionCost.takeOver to write anyway)"
+        )
+    elif state is OrderState.CHANGES:
+        tail = "costs to write"
+    else:
+        tail = "the current costs already give this order" if kept else "nothing to write"
+    return f"{head}; {tail}"
+
+
+def _exclusion(workload: WorkloadRef) -> str:
+    return EXCLUSION_REASONS.get(
+        workload.kind,
+        f"a {workload.kind} does not scale in by pod-deletion-cost (only Deployments and"
+        " ReplicaSets are ordered)",
+    )
+
+
+def plan_costs(analysis: Analysis, settings: DeletionCostSettings) -> CostPlan:
+    """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write."""
+    index = analysis.index
+    ordered: dict[WorkloadRef, bool] = {}
+    excluded: dict[WorkloadRef, int] = defaultdict(int)
+    for m in analysis.members:
+        if not any(c.hard for c in m.profile.constraints):
+            continue
+        if m.workload.kind in ORDERED_KINDS:
+            ordered[m.workload] = True
+        else:
+            excluded[m.workload] += m.count
+    replica_sets: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+    owners: dict[tuple[str, str], WorkloadRef] = {}
+    for pod in _active(index.state.pods):
+        owner = pod.owner
+        if owner is None or owner.kind != "ReplicaSet":
+            continue
+        workload = workload_of(pod, index)
+        if workload not in ordered:
+            continue
+        key = (pod.namespace, owner.name)
+        replica_sets[key].append(pod)
+        owners[key] = workload
+    context = _Context.of(analysis)
+    orders = tuple(
+        order_replica_set(
+            context,
+            workload=owners[key],
+            replica_set=key[1],
+            pods=pods,
+            settings=settings,
+        )
+        for key, pods in sorted(replica_sets.items(), key=lambda kv: (owners[kv[0]], kv[0]))
+    )
+    patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
+    return CostPlan(
+        orders=orders,
+        excluded=tuple(
+            Excluded(w, n, _exclusion(w)) for w, n in sorted(excluded.items(), key=lambda x: x[0])
+        ),
+        patches=patches,
+        deferred_patches=deferred,
+    )
+
+
+def _active(pods: Iterable[Pod]) -> Iterable[Pod]:
+    """The pods a ReplicaSet controller ranks: neither terminating nor finished."""
+    return (p for p in pods if pod_counts(p))
+
+
+def _bounded_patches(
+    orders: Sequence[ReplicaSetOrder], cap: int
+) -> tuple[tuple[PodCost, ...], int]:
+    """Whole ReplicaSets while they fit under the cap; conflicts are never written.
+
+    A first ReplicaSet larger than the cap is started from the last pods to go: their costs
+    are the highest, so the pods still without a new cost (read as their old cost, or 0) keep
+    going before them, as the order wants, until a later scan writes theirs."""
+    out: list[PodCost] = []
+    deferred = 0
+    for order in orders:
+        if order.state is not OrderState.CHANGES:
+            continue
+        changed = order.changed
+        room = cap - len(out)
+        if len(changed) <= room:
+            out.extend(changed)
+        elif not out and room > 0:
+            out.extend(changed[len(changed) - room :])
+            deferred += len(changed) - room
+        else:
+            deferred += len(changed)
+    return tuple(out), deferred

@@ -1,0 +1,282 @@
+"""Deletion-cost ordering on the real control plane: the ReplicaSet controller decides.
+
+Zones of unequal size, as clouds have them: zone-a has three nodes, zone-b and zone-c one each.
+Two Deployments of 9 pods with a hard zone constraint (maxSkew 1) are placed 3/3/3 by the
+scheduler. The controller ranks scale-in victims by readiness, pod-deletion-cost, then pods
+doubled up on a node, then age: never by zone. Without respread ("plain") the measured skew
+after 9 -> 6 -> 3 is printed (the doubled-up rank empties the one-node zones first). With
+respread ("ordered"), the costs respread computes (deletion_cost.plan_costs) and writes
+(kube/annotations.write_cost) before each change make maxSkew hold after every step, through a
+scale-down, a scale-up by another client, and a second scale-down.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+import pytest
+from kube_harness import ControlPlane
+from kube_helpers import (
+    FakeNodes,
+    list_pods,
+    pods_per_zone,
+    scanned_after,
+    skew,
+    spread_deployment,
+    wait_for,
+    wait_pods_ready,
+    zone_of_nodes,
+)
+from kubernetes import client
+
+from respread.analysis import analyze
+from respread.deletion_cost import FIELD_MANAGER, plan_costs
+from respread.kube.annotations import CostResult, write_cost
+from respread.kube.reader import read_cluster
+from respread.policy import (
+    DEFAULT_POLICY,
+    DeletionCostSettings,
+    RemediationSettings,
+    Selection,
+)
+from respread.snapshot import DELETION_COST, load_documents
+
+pytestmark = pytest.mark.cluster
+pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
+
+ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
+
+
+def respread_writes_costs(api: client.ApiClient, namespace: str, deployment: str) -> int:
+    """One respread pass over the live cluster: the deletion-cost patches of ``deployment``."""
+    state = load_documents(read_cluster(api), taken_at=time.time()).state
+    policy = replace(
+        DEFAULT_POLICY,
+        selection=Selection(include_namespaces=frozenset({namespace})),
+        remediation=RemediationSettings(
+            deletion_cost=DeletionCostSettings(enabled=True, max_patches_per_scan=1000)
+        ),
+    )
+    costs = plan_costs(analyze(state, policy), policy.remediation.deletion_cost)
+    mine = [p for p in costs.patches if p.pod.owner is not None and deployment in p.pod.name]
+    for entry in mine:
+        write = write_cost(
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            expected=entry.current,
+            cost=entry.desired,
+            take_over=False,
+        )
+        assert write.result is CostResult.WRITTEN, write
+    return len(mine)
+
+
+def scale(apps: client.AppsV1Api, namespace: str, name: str, replicas: int) -> None:
+    apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": replicas}})
+
+
+def zone_counts(
+    core: client.CoreV1Api, namespace: str, app: str, replicas: int, node_zones: dict[str, str]
+) -> dict[str, int]:
+    pods = wait_pods_ready(core, namespace, f"app={app}", replicas)
+    return dict(pods_per_zone(pods, node_zones))
+
+
+def test_scale_in_keeps_max_skew_with_respread_costs(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones(ZONES)
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    for app in ("plain", "ordered"):
+        apps_v1.create_namespaced_deployment(
+            namespace, spread_deployment(app, 9, node_selector=fake_nodes.node_selector)
+        )
+    measured: dict[str, list[dict[str, int]]] = {"plain": [], "ordered": []}
+    for app in ("plain", "ordered"):
+        counts = zone_counts(core_v1, namespace, app, 9, node_zones)
+        assert skew(counts) <= 1, counts  # the scheduler spread them
+        measured[app].append(counts)
+
+    # respread writes a cost on each of the ordered Deployment's pods, as its field manager
+    assert respread_writes_costs(api_client, namespace, "ordered") == 9
+    for pod in list_pods(core_v1, namespace, "app=ordered"):
+        assert DELETION_COST in (pod.metadata.annotations or {})
+        owners = {
+            m.manager
+            for m in pod.metadata.managed_fields or []
+            if f"f:{DELETION_COST}"
+            in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
+        }
+        assert owners == {FIELD_MANAGER}
+    assert not any(
+        DELETION_COST in (p.metadata.annotations or {})
+        for p in list_pods(core_v1, namespace, "app=plain")
+    )
+
+    # 9 -> 6 -> 3, respread passing before each change; then another client scales up to 9
+    # (new pods without costs) and down to 4.
+    for replicas in (6, 3, 9, 4):
+        if replicas < 9:
+            respread_writes_costs(api_client, namespace, "ordered")
+        for app in ("plain", "ordered"):
+            scale(apps_v1, namespace, app, replicas)
+        for app in ("plain", "ordered"):
+            measured[app].append(zone_counts(core_v1, namespace, app, replicas, node_zones))
+
+    for app, steps in measured.items():
+        print(f"{app}: " + " -> ".join(f"{sum(c.values())} {sorted(c.items())}" for c in steps))
+    for counts in measured["ordered"]:
+        assert skew(counts) <= 1, measured["ordered"]
+
+
+def test_a_cost_written_by_another_manager_is_left_alone(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1})
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 4, node_selector=fake_nodes.node_selector)
+    )
+    pods = wait_pods_ready(core_v1, namespace, "app=web", 4)
+    victim = pods[0].metadata.name
+    core_v1.patch_namespaced_pod(
+        victim,
+        namespace,
+        {"metadata": {"annotations": {DELETION_COST: "7"}}},
+        field_manager="someone-else",
+    )
+    wait_for(
+        lambda: (
+            DELETION_COST
+            in (core_v1.read_namespaced_pod(victim, namespace).metadata.annotations or {})
+        ),
+        30,
+        "the other manager's cost",
+    )
+    assert respread_writes_costs(api_client, namespace, "web") == 0  # a conflict: left alone
+    after = {
+        p.metadata.name: (p.metadata.annotations or {})
+        for p in list_pods(core_v1, namespace, "app=web")
+    }
+    assert after[victim][DELETION_COST] == "7"
+    assert sum(DELETION_COST in a for a in after.values()) == 1
+
+
+def cost_owners(pod: client.V1Pod) -> set[str]:
+    return {
+        m.manager
+        for m in pod.metadata.managed_fields or []
+        if f"f:{DELETION_COST}"
+        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
+    }
+
+
+def test_the_operator_in_enforce_writes_the_costs_and_a_scale_in_keeps_max_skew(
+    e2e_cluster: ControlPlane,
+    operator: Path,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    fake_nodes.create_zones(ZONES)
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
+    )
+    wait_pods_ready(core_v1, namespace, "app=web", 9)
+    name = f"rbp-{namespace}"
+    custom.create_cluster_custom_object(
+        "respread.io",
+        "v1alpha1",
+        "rebalancepolicies",
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "mode": "Enforce",
+                "schedule": {"interval": "10s"},
+                "selector": {"namespaces": {"include": [namespace]}},
+                "remediation": {"evict": False, "deletionCost": {"enabled": True}},
+            },
+        },
+    )
+    try:
+
+        def costed() -> bool:
+            pods = list_pods(core_v1, namespace, "app=web")
+            return len(pods) == 9 and all(cost_owners(p) == {FIELD_MANAGER} for p in pods)
+
+        wait_for(costed, 90, "the operator's pod-deletion-cost on every pod")
+        for replicas in (6, 3):
+            scale(apps_v1, namespace, "web", replicas)
+            counts = zone_counts(core_v1, namespace, "web", replicas, node_zones)
+            assert skew(counts) <= 1, counts
+            since = time.time()
+            wait_for(partial(scanned_after, custom, name, since), 60, "a scan after the scale-in")
+        assert "Traceback" not in operator.read_text(errors="replace")
+    finally:
+        custom.delete_cluster_custom_object("respread.io", "v1alpha1", "rebalancepolicies", name)
+
+
+def test_a_write_is_skipped_when_the_pod_changed_since_the_scan(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    fake_nodes.create_zones({"zone-a": 1})
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 1, node_selector=fake_nodes.node_selector)
+    )
+    (pod,) = wait_pods_ready(core_v1, namespace, "app=web", 1)
+    name, uid = pod.metadata.name, pod.metadata.uid
+
+    def write(**changes: object) -> CostResult:
+        args: dict[str, object] = {"uid": uid, "expected": None, "cost": 5, "take_over": False}
+        args.update(changes)
+        return write_cost(api_client, namespace, name, **args).result  # type: ignore[arg-type]
+
+    def cost() -> str | None:
+        annotations = core_v1.read_namespaced_pod(name, namespace).metadata.annotations or {}
+        return annotations.get(DELETION_COST)
+
+    assert write(uid="another-pod") is CostResult.SKIPPED  # replaced since the scan
+    assert write(expected=3) is CostResult.SKIPPED  # the scan saw another cost
+    assert cost() is None
+    assert write() is CostResult.WRITTEN
+    assert cost() == "5"
+    assert write(expected=5, cost=2) is CostResult.WRITTEN  # respread's own cost: rewritten
+    assert cost() == "2"
+    core_v1.patch_namespaced_pod(
+        name, namespace, {"metadata": {"annotations": {DELETION_COST: "9"}}}, field_manager="hpa"
+    )
+    assert write(expected=9, cost=1) is CostResult.SKIPPED  # now owned by another manager
+    assert cost() == "9"
+    assert write(expected=9, cost=1, take_over=True) is CostResult.WRITTEN
+    assert cost() == "1"
+    assert (
+        write_cost(
+            api_client, namespace, "no-such-pod", uid=None, expected=None, cost=1, take_over=False
+        ).result
+        is CostResult.SKIPPED
+    )
