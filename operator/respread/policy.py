@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from respread.cron import CronError, parse_cron
+from respread.limits import shown
 from respread.model import LabelSelector, SpreadConstraint, When
 from respread.snapshot import FieldError, label_selector, spread_constraint
 
@@ -101,7 +102,7 @@ def parse_duration(value: object, path: str) -> float:
     A bare number is refused, as the API server refuses it: "90" could mean seconds or minutes.
     """
     if not isinstance(value, str) or not value:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {value!r}")
+        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
     pos, total = 0, 0.0
     for match in _DURATION.finditer(value):
         if match.start() != pos:
@@ -109,7 +110,7 @@ def parse_duration(value: object, path: str) -> float:
         total += float(match.group(1)) * _UNIT[match.group(2)]
         pos = match.end()
     if pos != len(value) or pos == 0:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {value!r}")
+        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
     return total
 
 
@@ -138,14 +139,16 @@ def _cap(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> in
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise PolicyError(f"{path}.{key}", f"must be a non-negative integer or null, got {value!r}")
+        raise PolicyError(
+            f"{path}.{key}", f"must be a non-negative integer or null, got {shown(value)}"
+        )
     return value
 
 
 def _bool(raw: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
-        raise PolicyError(f"{path}.{key}", f"must be true or false, got {value!r}")
+        raise PolicyError(f"{path}.{key}", f"must be true or false, got {shown(value)}")
     return value
 
 
@@ -181,9 +184,11 @@ def parse_policy(doc: Mapping[str, Any]) -> RebalancePolicy:
 
 def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> RebalancePolicy:
     if doc.get("kind") != KIND:
-        raise PolicyError("kind", f"expected {KIND}, got {doc.get('kind')!r}")
+        raise PolicyError("kind", f"expected {KIND}, got {shown(doc.get('kind'))}")
     if doc.get("apiVersion") not in (API_VERSION, None):
-        raise PolicyError("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+        raise PolicyError(
+            "apiVersion", f"expected {API_VERSION}, got {shown(doc.get('apiVersion'))}"
+        )
     spec = _section(doc, "spec", "")
     path = "spec"
 
@@ -191,7 +196,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     try:
         mode = Mode(mode_raw)
     except ValueError:
-        raise PolicyError(f"{path}.mode", f"must be DryRun or Enforce, got {mode_raw!r}") from None
+        raise PolicyError(
+            f"{path}.mode", f"must be DryRun or Enforce, got {shown(mode_raw)}"
+        ) from None
 
     sched_raw = _section(spec, "schedule", path)
     if "interval" in sched_raw and "cron" in sched_raw:
@@ -202,10 +209,12 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     if "cron" in sched_raw:
         cron = sched_raw["cron"]
         if not isinstance(cron, str):
-            raise PolicyError(f"{path}.schedule.cron", f"expected a cron expression, got {cron!r}")
+            raise PolicyError(
+                f"{path}.schedule.cron", f"expected a cron expression, got {shown(cron)}"
+            )
         problem = cron_problem(cron)
         if problem:
-            raise PolicyError(f"{path}.schedule.cron", f"{problem} in {cron!r}")
+            raise PolicyError(f"{path}.schedule.cron", f"{problem} in {shown(cron)}")
         schedule = Schedule(interval=None, cron=cron)
     else:
         interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
@@ -235,7 +244,7 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     except ValueError:
         raise PolicyError(
             f"{path}.constraints.whenUnsatisfiable",
-            f"must list DoNotSchedule and/or ScheduleAnyway, got {when_raw!r}",
+            f"must list DoNotSchedule and/or ScheduleAnyway, got {shown(when_raw)}",
         ) from None
     defaults_raw = con_raw.get("defaultConstraints") or []
     if not isinstance(defaults_raw, list):
