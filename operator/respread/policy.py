@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from respread.cron import CronError, parse_cron
-from respread.limits import shown
+from respread.limits import INT64_MAX, is_int64, shown
 from respread.model import LabelSelector, SpreadConstraint, When
 from respread.snapshot import FieldError, label_selector, spread_constraint
 
@@ -92,6 +92,7 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
+MAX_DURATION = INT64_MAX / 1e9  # seconds: about 292 years
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|ms|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -111,6 +112,9 @@ def parse_duration(value: object, path: str) -> float:
         pos = match.end()
     if pos != len(value) or pos == 0:
         raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
+    if total > MAX_DURATION:
+        # Go's time.Duration (and CEL's duration()) is an int64 of nanoseconds.
+        raise PolicyError(path, f"out of range (at most 2562047h): {shown(value)}")
     return total
 
 
@@ -138,7 +142,7 @@ def _cap(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> in
     value = raw[key]
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or not is_int64(value):
         raise PolicyError(
             f"{path}.{key}", f"must be a non-negative integer or null, got {shown(value)}"
         )
@@ -279,7 +283,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     ev_path = f"{path}.eviction"
     prot_raw = _section(ev_raw, "protections", ev_path)
     grace = ev_raw.get("gracePeriodSeconds")
-    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+    if grace is not None and (
+        not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace <= INT64_MAX
+    ):
         raise PolicyError(f"{ev_path}.gracePeriodSeconds", "must be a non-negative integer")
     eviction = EvictionSettings(
         max_per_run=_cap(ev_raw, "maxPerRun", ev_path, 10),
