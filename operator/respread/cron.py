@@ -16,6 +16,7 @@ day matches if either does.
 from __future__ import annotations
 
 import calendar
+import re
 from dataclasses import dataclass
 
 from respread.limits import shown
@@ -42,6 +43,9 @@ _FIELDS = (
 
 # APScheduler's day_of_week names, Monday first; indexed by cron's weekday (0 and 7: Sunday).
 _APS_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+_SPACE = re.compile(r"[\t\n\f\r ]+")
 
 
 class CronError(ValueError):
@@ -124,7 +128,8 @@ def _values(text: str, field: _Field) -> frozenset[int]:
 
 def parse_cron(expression: str) -> CronSchedule:
     """The schedule of a five-field cron expression; CronError names the field at fault."""
-    texts = expression.split()
+    # Fields are separated by ASCII white space only, as the CRD's rule (RE2's \s) reads them.
+    texts = [t for t in re.split(_SPACE, expression) if t]
     if len(texts) != 5:
         raise CronError(f"expected five fields (minute hour day month weekday), got {len(texts)}")
     minutes, hours, days, months, weekdays = (

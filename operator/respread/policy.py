@@ -1,4 +1,13 @@
-"""The RebalancePolicy spec: parsing, defaults and validation (design.md, "RebalancePolicy")."""
+"""The RebalancePolicy spec: parsing, defaults and validation (design.md, "RebalancePolicy").
+
+One schema: a policy is first checked against the CRD's own structural schema
+(respread.policy_schema, generated from crds/rebalancepolicy.yaml) as the API server checks it
+(unknown fields refused, nulls dropped and defaulted, types and bounds); then the checks that
+the CRD states as CEL rules (durations of at least 10s, cron grammar, exactly one of interval
+and cron, no labelSelector in default constraints, ...) are made here. The one known difference:
+a cron day of month that none of its months has ("0 0 30 2 *") passes the API server and is
+refused here (it would never fire).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +20,9 @@ from typing import Any
 from respread.cron import CronError, parse_cron
 from respread.limits import INT64_MAX, is_int64, shown
 from respread.model import LabelSelector, SpreadConstraint, When
+from respread.policy_schema import SCHEMA
 from respread.snapshot import FieldError, label_selector, spread_constraint
+from respread.structural import SchemaError, check
 
 API_VERSION = "respread.io/v1alpha1"
 KIND = "RebalancePolicy"
@@ -112,9 +123,6 @@ def parse_duration(value: object, path: str) -> float:
         pos = match.end()
     if pos != len(value) or pos == 0:
         raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
-    if total > MAX_DURATION:
-        # Go's time.Duration (and CEL's duration()) is an int64 of nanoseconds.
-        raise PolicyError(path, f"out of range (at most 2562047h): {shown(value)}")
     return total
 
 
@@ -176,23 +184,38 @@ def _selector(raw: Mapping[str, Any], key: str, path: str) -> LabelSelector | No
         raise PolicyError(err.path, err.message) from None
 
 
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists (the operator hands over kopf's mapping views)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def parse_policy(doc: Mapping[str, Any]) -> RebalancePolicy:
     """A RebalancePolicy object (as applied or as read back) into a validated policy."""
+    doc = _plain(doc)
     meta = doc.get("metadata") or {}
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    raw_name = meta.get("name") if isinstance(meta, dict) else None
+    name = shown(raw_name)[1:-1] if isinstance(raw_name, str) else ""
     try:
-        return _parse(doc, name, meta if isinstance(meta, dict) else {})
+        if doc.get("apiVersion") != API_VERSION:
+            raise PolicyError(
+                "apiVersion", f"expected {API_VERSION}, got {shown(doc.get('apiVersion'))}"
+            )
+        if doc.get("kind") != KIND:
+            raise PolicyError("kind", f"expected {KIND}, got {shown(doc.get('kind'))}")
+        try:
+            checked = check(SCHEMA, doc)
+        except SchemaError as err:
+            raise PolicyError(err.path, err.message) from None
+        return _parse(checked, name, checked["metadata"])
     except PolicyError as err:
         raise PolicyError(err.field, err.message, name) from None
 
 
 def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> RebalancePolicy:
-    if doc.get("kind") != KIND:
-        raise PolicyError("kind", f"expected {KIND}, got {shown(doc.get('kind'))}")
-    if doc.get("apiVersion") not in (API_VERSION, None):
-        raise PolicyError(
-            "apiVersion", f"expected {API_VERSION}, got {shown(doc.get('apiVersion'))}"
-        )
     spec = _section(doc, "spec", "")
     path = "spec"
 
@@ -224,6 +247,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
         if interval < 10:
             raise PolicyError(f"{path}.schedule.interval", "must be at least 10s")
+        if interval > MAX_DURATION:
+            # The CRD's rule reads it with CEL's duration(): an int64 of nanoseconds.
+            raise PolicyError(f"{path}.schedule.interval", "out of range (at most 2562047h)")
         schedule = Schedule(interval=interval)
 
     sel_raw = _section(spec, "selector", path)
