@@ -1,7 +1,8 @@
 """Text to documents: YAML and JSON read within fixed bounds (respread.limits).
 
-The YAML parser's events are composed into nodes here, iteratively, instead of by the C
-composer (which recurses and can exhaust the stack on deep nesting): nesting deeper than
+The YAML parser's events are built into values here, iteratively, instead of by the C
+composer (which recurses and can exhaust the stack on deep nesting, and holds a node tree
+several times the size of the values): nesting deeper than
 ``Limits.max_depth``, more aliases than ``Limits.max_aliases``, aliases that stand for more than
 ``Limits.max_alias_nodes`` nodes once expanded (an alias bomb), and an alias that refers to its
 own enclosing node are refused before anything is built from them. Timestamps stay strings
@@ -18,9 +19,9 @@ from typing import Any, ClassVar
 
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import ScalarNode
 
-from respread.limits import DEFAULT_LIMITS, Limits
+from respread.limits import DEFAULT_LIMITS, Limits, shown
 
 # Longer than any int64; refused before Python converts it (which is quadratic in the digits).
 MAX_INTEGER_CHARS = 400
@@ -167,8 +168,38 @@ def _line(event: Any) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
-class _Composer:
-    """Builds the node tree of one document from parser events, within the limits."""
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_STR = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MERGE = object()  # the `<<` key of a mapping
+
+
+class _Frame:
+    """An open sequence or mapping: what it holds so far, and its size in nodes."""
+
+    __slots__ = ("anchor", "items", "key", "line", "merges", "size")
+
+    def __init__(self, items: Any, anchor: str | None, line: int | None) -> None:
+        self.items = items
+        self.anchor = anchor
+        self.line = line
+        self.key: Any = _NO_KEY
+        self.size = 1
+        self.merges: list[Any] = []
+
+
+_NO_KEY = object()
+
+
+class _Builder:
+    """Builds the Python value of each document straight from parser events, within the limits.
+
+    No node tree is kept (the safe loader's composer would hold one for the whole document,
+    several times the size of the values): scalars are resolved and constructed one at a time
+    by the safe loader's own resolver and constructors, collections are built here. Merge keys
+    (``<<``) are applied as the safe loader applies them.
+    """
 
     def __init__(self, loader: Any, limits: Limits) -> None:
         self.loader = loader
@@ -176,29 +207,68 @@ class _Composer:
         self.aliases = 0
         self.alias_nodes = 0
 
-    def document(self) -> Node | None:
+    def _scalar(self, ev: Any) -> Any:
         loader = self.loader
-        anchors: dict[str, tuple[Node, int]] = {}
-        open_nodes: set[int] = set()
-        # Each frame: the open collection, its pending mapping key, its size in nodes.
-        stack: list[list[Any]] = []
-        root: Node | None = None
+        tag = ev.tag
+        if tag is None or tag == "!":
+            tag = loader.resolve(ScalarNode, ev.value, ev.implicit)
+        if tag == _STR:
+            return ev.value
+        if tag == _MERGE_TAG:
+            return _MERGE
+        constructor = loader.yaml_constructors.get(tag)
+        if constructor is None:
+            raise ConstructorError(
+                None,
+                None,
+                f"could not determine a constructor for the tag {tag!r}",
+                ev.start_mark,
+            )
+        node = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+        try:
+            return constructor(loader, node)
+        except (ValueError, OverflowError, TypeError) as err:
+            raise InputError(f"cannot read a value ({type(err).__name__})", _line(ev)) from None
 
-        def attach(node: Node, size: int) -> None:
+    def _limit_alias(self, name: str, size: int, ev: Any) -> None:
+        self.aliases += 1
+        self.alias_nodes += size
+        if self.aliases > self.limits.max_aliases:
+            raise InputError(f"more than {self.limits.max_aliases} YAML aliases", _line(ev))
+        if self.alias_nodes > self.limits.max_alias_nodes:
+            raise InputError(
+                f"YAML aliases expand to more than {self.limits.max_alias_nodes} nodes",
+                _line(ev),
+            )
+
+    def document(self) -> Any:
+        loader = self.loader
+        anchors: dict[str, tuple[Any, int, bool]] = {}  # value, size, still open
+        stack: list[_Frame] = []
+        root: Any = None
+
+        def attach(value: Any, size: int, line: int | None) -> None:
             nonlocal root
             if not stack:
-                root = node
+                root = value
                 return
             frame = stack[-1]
-            frame[2] += size
-            parent = frame[0]
-            if isinstance(parent, SequenceNode):
-                parent.value.append(node)
-            elif frame[1] is None:
-                frame[1] = node
+            frame.size += size
+            if isinstance(frame.items, list):
+                frame.items.append(value)
+            elif frame.key is _NO_KEY:
+                if isinstance(value, dict | list):
+                    raise InputError("a mapping key that is a collection", line)
+                frame.key = value
+            elif frame.key is _MERGE:
+                merged = value if isinstance(value, list) else [value]
+                if not all(isinstance(m, dict) for m in merged):
+                    raise InputError("a merge key (<<) needs mappings", line)
+                frame.merges.append(merged)
+                frame.key = _NO_KEY
             else:
-                parent.value.append((frame[1], node))
-                frame[1] = None
+                frame.items[frame.key] = value
+                frame.key = _NO_KEY
 
         while True:
             event: Any = loader.get_event()
@@ -208,75 +278,59 @@ class _Composer:
             if isinstance(event, yaml.AliasEvent):
                 target = anchors.get(ev.anchor)
                 if target is None:
-                    raise InputError(f"undefined alias {ev.anchor!r}", _line(event))
-                node, size = target
-                if id(node) in open_nodes:
-                    raise InputError(f"alias {ev.anchor!r} refers to itself", _line(event))
-                self.aliases += 1
-                self.alias_nodes += size
-                if self.aliases > self.limits.max_aliases:
-                    raise InputError(
-                        f"more than {self.limits.max_aliases} YAML aliases", _line(event)
-                    )
-                if self.alias_nodes > self.limits.max_alias_nodes:
-                    raise InputError(
-                        f"YAML aliases expand to more than {self.limits.max_alias_nodes} nodes",
-                        _line(event),
-                    )
-                attach(node, size)
+                    raise InputError(f"undefined alias {shown(ev.anchor)}", _line(ev))
+                value, size, still_open = target
+                if still_open:
+                    raise InputError(f"alias {shown(ev.anchor)} refers to itself", _line(ev))
+                self._limit_alias(ev.anchor, size, ev)
+                attach(value, size, _line(ev))
             elif isinstance(event, yaml.ScalarEvent):
-                tag = ev.tag
-                if tag is None or tag == "!":
-                    tag = loader.resolve(ScalarNode, ev.value, ev.implicit)
-                scalar = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+                value = self._scalar(ev)
                 if ev.anchor is not None:
-                    anchors[ev.anchor] = (scalar, 1)
-                attach(scalar, 1)
+                    anchors[ev.anchor] = (value, 1, False)
+                attach(value, 1, _line(ev))
             elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
                 if len(stack) >= self.limits.max_depth:
                     raise InputError(
-                        f"nested deeper than {self.limits.max_depth} levels", _line(event)
+                        f"nested deeper than {self.limits.max_depth} levels", _line(ev)
                     )
                 is_seq = isinstance(event, yaml.SequenceStartEvent)
-                kind = SequenceNode if is_seq else MappingNode
                 tag = ev.tag
-                if tag is None or tag == "!":
-                    tag = loader.resolve(kind, None, ev.implicit)
-                coll = kind(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
-                stack.append([coll, None, 1, ev.anchor])
-                open_nodes.add(id(coll))
+                if tag is not None and tag not in ("!", _SEQ if is_seq else _MAP):
+                    raise ConstructorError(
+                        None,
+                        None,
+                        f"could not determine a constructor for the tag {tag!r}",
+                        ev.start_mark,
+                    )
+                stack.append(_Frame([] if is_seq else {}, ev.anchor, _line(ev)))
                 if ev.anchor is not None:
-                    anchors[ev.anchor] = (coll, 0)
+                    anchors[ev.anchor] = (None, 0, True)
             elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-                coll, _, size, anchor = stack.pop()
-                coll.end_mark = ev.end_mark
-                open_nodes.discard(id(coll))
-                if anchor is not None:
-                    anchors[anchor] = (coll, size)
-                attach(coll, size)
+                frame = stack.pop()
+                value = frame.items
+                if frame.merges:
+                    merged: dict[Any, Any] = {}
+                    for group in reversed(frame.merges):
+                        for mapping in reversed(group):
+                            merged.update(mapping)
+                    value = {**merged, **value}
+                if frame.anchor is not None:
+                    anchors[frame.anchor] = (value, frame.size, False)
+                attach(value, frame.size, frame.line)
             else:
-                raise InputError(f"unexpected YAML event {type(event).__name__}", _line(event))
+                raise InputError(f"unexpected YAML event {type(event).__name__}", _line(ev))
 
 
 def _yaml_documents(text: str, limits: Limits) -> list[Any]:
     loader = _Loader(text)
-    composer = _Composer(loader, limits)
+    builder = _Builder(loader, limits)
     docs: list[Any] = []
     try:
         loader.get_event()  # StreamStart
         while not loader.check_event(yaml.StreamEndEvent):
             loader.get_event()  # DocumentStart
-            node = composer.document()
-            if node is None:
-                docs.append(None)
-                continue
-            try:
-                docs.append(loader.construct_document(node))
-            except (ValueError, OverflowError, TypeError) as err:
-                # A scalar the safe constructor cannot convert (the parser accepted it).
-                raise InputError(
-                    f"cannot read a value: {type(err).__name__}", node.start_mark.line + 1
-                ) from None
+            docs.append(builder.document())
     finally:
         loader.dispose()
     return docs
