@@ -10,6 +10,8 @@ import json
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from respread.documents import InputError, decode, documents_from_text
 from respread.limits import Limits, shown
@@ -217,3 +219,52 @@ def test_yaml_infinity_is_not_a_quantity() -> None:
     text = "kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {memory: .inf}}\n"
     result = load_texts([("s.yaml", text)])
     assert [p.field for p in result.problems] == ["status.allocatable.memory"]
+
+
+# The builder against PyYAML's own safe loader: the same values for the same text.
+SAME_AS_SAFE_LOAD = [
+    "a: &x {k: v}\nb: *x\nc: [*x, *x]\n",
+    "base: &b {a: 1, b: 2}\nm: {<<: *b, b: 3}\n",
+    "x: &x {a: 1}\ny: &y {a: 2, b: 2}\nm: {<<: [*x, *y], c: 3}\n",
+    "a: 1\na: 2\n",
+    "s: !!str 123\nm: !!map {a: b}\nq: !!seq [1]\nf: !!float 1\nn: ~\nb: yes\no: 0o17\nh: 0x1f\n",
+    "t: 12:30\nz: 1_000\ne: 1.5e3\ninf: -.inf\n",
+    "- &s scalar\n- *s\n",
+    "--- a\n--- [b]\n---\n...\n",
+    "k: |\n  line\n  two\nj: >\n  folded\n  text\n",
+    "? complex key\n: value\n",
+]
+
+
+@pytest.mark.parametrize("text", SAME_AS_SAFE_LOAD)
+def test_builder_reads_what_safe_load_reads(text: str) -> None:
+    from respread.documents import _yaml_documents
+
+    assert _yaml_documents(text, Limits()) == list(yaml.safe_load_all(text))
+
+
+json_like = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@given(json_like, st.booleans())
+def test_builder_round_trips_what_safe_dump_writes(value: object, flow: bool) -> None:
+    from respread.documents import _yaml_documents
+
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
+    assert _yaml_documents(text, Limits(max_depth=1000)) == [yaml.safe_load(text)]
+
+
+@pytest.mark.parametrize(
+    "text", ["? [a]\n: v\n", "? {a: b}\n: v\n", "a: {<<: 1}\n", "a: !!set {x: null}\n"]
+)
+def test_builder_refuses_what_json_cannot_hold(text: str) -> None:
+    with pytest.raises((InputError, yaml.YAMLError)):
+        docs(text)
