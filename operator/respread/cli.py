@@ -18,7 +18,7 @@ from respread.analysis import analyze, build_index
 from respread.collector import gc_paused
 from respread.documents import InputError, decode
 from respread.explain import Explanation, explain_pod
-from respread.limits import DEFAULT_LIMITS, Limits, shown
+from respread.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
 from respread.quantity import QuantityError, units
@@ -320,7 +320,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors on one line, exit status 2 (the README's promise for all bad input)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"respread: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"respread: error: {printable(message)} (see {self.prog} --help)\n")
 
 
 SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quantity such as 2Gi)"
@@ -468,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except UsageError as err:
-        print(f"respread: error: {err}", file=sys.stderr)
+        print(f"respread: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -58,5 +58,12 @@ def shown(value: object, width: int = SHOWN_CHARS) -> str:
     return f"{text[: width - 1]}… ({len(text)} characters)"
 
 
+def printable(text: str) -> str:
+    """``text`` on one line: line breaks and other unprintable characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def is_int64(value: int) -> bool:
     return INT64_MIN <= value <= INT64_MAX

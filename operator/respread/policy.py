@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from respread.cron import CronError, parse_cron
-from respread.limits import INT64_MAX, is_int64, shown
+from respread.limits import INT64_MAX, is_int64, printable, shown
 from respread.model import LabelSelector, SpreadConstraint, When
 from respread.policy_schema import SCHEMA
 from respread.snapshot import FieldError, label_selector, spread_constraint
@@ -44,7 +44,7 @@ class PolicyError(ValueError):
 
     def __str__(self) -> str:
         who = f"RebalancePolicy {self.name}: " if self.name else ""
-        return f"{who}field {self.field}: {self.message}"
+        return printable(f"{who}field {self.field}: {self.message}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import yaml
 
 from respread.documents import InputError, documents_from_text
-from respread.limits import DEFAULT_LIMITS, INT32_MAX, Limits, is_int64, shown
+from respread.limits import DEFAULT_LIMITS, INT32_MAX, Limits, is_int64, printable, shown
 from respread.model import (
     EMPTY_LABELS,
     NO_AFFINITY,
@@ -79,7 +79,7 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.kind} {self.name}" if self.name else self.kind or "document"
         at = f" field {self.field}:" if self.field else ""
-        return f"{self.source}: {where}:{at} {self.message}"
+        return printable(f"{self.source}: {where}:{at} {self.message}")
 
 
 # The API server's limits on names (a DNS subdomain; a namespace is a DNS label).
@@ -95,6 +95,7 @@ class LoadResult:
 
 class FieldError(ValueError):
     def __init__(self, path: str, message: str) -> None:
+        path, message = printable(path), printable(message)
         super().__init__(message)
         self.path = path
         self.message = message

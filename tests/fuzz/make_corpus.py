@@ -106,6 +106,10 @@ SNAPSHOTS: dict[str, Callable[[], str | bytes]] = {
     "quantity-100k-digits.yaml": lambda: (
         NODE + 'status: {allocatable: {cpu: "' + "9" * 100_000 + '"}}\n'
     ),
+    "name-with-newline.yaml": lambda: (
+        'kind: Pod\nmetadata: {name: "a\\nb", namespace: "x\\ry"}\n' + "spec: {priority: x}\n"
+    ),
+    "label-key-with-newline.yaml": lambda: NODE.replace("labels: {", 'labels: {"k\\n": [1], '),
     # duplicates
     "duplicate-pod.yaml": lambda: NODE + "---\n" + POD + "---\n" + POD,
     # tags and odd YAML

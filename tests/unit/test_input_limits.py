@@ -268,3 +268,11 @@ def test_builder_round_trips_what_safe_dump_writes(value: object, flow: bool) ->
 def test_builder_refuses_what_json_cannot_hold(text: str) -> None:
     with pytest.raises((InputError, yaml.YAMLError)):
         docs(text)
+
+
+def test_problems_stay_on_one_line() -> None:
+    doc = {"kind": "Pod", "metadata": {"name": "a\nb", "namespace": "x\ry", "labels": {"k\n": [1]}}}
+    (problem,) = load_texts([("s.json", json.dumps(doc))]).problems
+    assert "\n" not in str(problem)
+    assert "\r" not in str(problem)
+    assert "a\\nb" in str(problem)
