@@ -178,12 +178,12 @@ _MERGE = object()  # the `<<` key of a mapping
 class _Frame:
     """An open sequence or mapping: what it holds so far, and its size in nodes."""
 
-    __slots__ = ("anchor", "items", "key", "line", "merges", "size")
+    __slots__ = ("anchor", "items", "key", "merges", "size", "start")
 
-    def __init__(self, items: Any, anchor: str | None, line: int | None) -> None:
+    def __init__(self, items: Any, anchor: str | None, start: Any) -> None:
         self.items = items
         self.anchor = anchor
-        self.line = line
+        self.start = start  # its start event, for messages
         self.key: Any = _NO_KEY
         self.size = 1
         self.merges: list[Any] = []
@@ -206,16 +206,31 @@ class _Builder:
         self.limits = limits
         self.aliases = 0
         self.alias_nodes = 0
+        self._tags: dict[str, str] = {}  # plain scalar -> resolved tag (the resolver is slow)
+
+    def _tag(self, ev: Any) -> str:
+        tag: str | None = ev.tag
+        if tag is not None and tag != "!":
+            return tag
+        if not ev.implicit[0]:  # quoted: a string (the resolver's own rule)
+            return _STR
+        value: str = ev.value
+        tag = self._tags.get(value)
+        if tag is None:
+            tag = self.loader.resolve(ScalarNode, value, ev.implicit)
+            if len(value) <= 64:
+                if len(self._tags) >= 100_000:
+                    self._tags.clear()
+                self._tags[value] = tag
+        return tag
 
     def _scalar(self, ev: Any) -> Any:
-        loader = self.loader
-        tag = ev.tag
-        if tag is None or tag == "!":
-            tag = loader.resolve(ScalarNode, ev.value, ev.implicit)
+        tag = self._tag(ev)
         if tag == _STR:
             return ev.value
         if tag == _MERGE_TAG:
             return _MERGE
+        loader = self.loader
         constructor = loader.yaml_constructors.get(tag)
         if constructor is None:
             raise ConstructorError(
@@ -230,7 +245,13 @@ class _Builder:
         except (ValueError, OverflowError, TypeError) as err:
             raise InputError(f"cannot read a value ({type(err).__name__})", _line(ev)) from None
 
-    def _limit_alias(self, name: str, size: int, ev: Any) -> None:
+    def _alias(self, ev: Any, anchors: dict[str, tuple[Any, int, bool]]) -> tuple[Any, int]:
+        target = anchors.get(ev.anchor)
+        if target is None:
+            raise InputError(f"undefined alias {shown(ev.anchor)}", _line(ev))
+        value, size, still_open = target
+        if still_open:
+            raise InputError(f"alias {shown(ev.anchor)} refers to itself", _line(ev))
         self.aliases += 1
         self.alias_nodes += size
         if self.aliases > self.limits.max_aliases:
@@ -240,86 +261,89 @@ class _Builder:
                 f"YAML aliases expand to more than {self.limits.max_alias_nodes} nodes",
                 _line(ev),
             )
+        return value, size
+
+    def _open(self, ev: Any, depth: int, is_seq: bool) -> _Frame:
+        if depth >= self.limits.max_depth:
+            raise InputError(f"nested deeper than {self.limits.max_depth} levels", _line(ev))
+        tag = ev.tag
+        if tag is not None and tag not in ("!", _SEQ if is_seq else _MAP):
+            raise ConstructorError(
+                None,
+                None,
+                f"could not determine a constructor for the tag {tag!r}",
+                ev.start_mark,
+            )
+        return _Frame([] if is_seq else {}, ev.anchor, ev)
 
     def document(self) -> Any:
-        loader = self.loader
+        """The value of the next document (its DocumentStart event already read)."""
+        get_event = self.loader.get_event
         anchors: dict[str, tuple[Any, int, bool]] = {}  # value, size, still open
         stack: list[_Frame] = []
+        frame: _Frame | None = None  # stack[-1]
         root: Any = None
-
-        def attach(value: Any, size: int, line: int | None) -> None:
-            nonlocal root
-            if not stack:
-                root = value
-                return
-            frame = stack[-1]
-            frame.size += size
-            if isinstance(frame.items, list):
-                frame.items.append(value)
-            elif frame.key is _NO_KEY:
-                if isinstance(value, dict | list):
-                    raise InputError("a mapping key that is a collection", line)
-                frame.key = value
-            elif frame.key is _MERGE:
-                merged = value if isinstance(value, list) else [value]
-                if not all(isinstance(m, dict) for m in merged):
-                    raise InputError("a merge key (<<) needs mappings", line)
-                frame.merges.append(merged)
-                frame.key = _NO_KEY
-            else:
-                frame.items[frame.key] = value
-                frame.key = _NO_KEY
-
+        scalar_event, end_events = yaml.ScalarEvent, (yaml.MappingEndEvent, yaml.SequenceEndEvent)
         while True:
-            event: Any = loader.get_event()
-            ev: Any = event
-            if isinstance(event, yaml.DocumentEndEvent):
-                return root
-            if isinstance(event, yaml.AliasEvent):
-                target = anchors.get(ev.anchor)
-                if target is None:
-                    raise InputError(f"undefined alias {shown(ev.anchor)}", _line(ev))
-                value, size, still_open = target
-                if still_open:
-                    raise InputError(f"alias {shown(ev.anchor)} refers to itself", _line(ev))
-                self._limit_alias(ev.anchor, size, ev)
-                attach(value, size, _line(ev))
-            elif isinstance(event, yaml.ScalarEvent):
-                value = self._scalar(ev)
+            ev: Any = get_event()
+            cls = type(ev)
+            size = 1
+            if cls is scalar_event:
+                value = ev.value if ev.tag is None and not ev.implicit[0] else self._scalar(ev)
                 if ev.anchor is not None:
                     anchors[ev.anchor] = (value, 1, False)
-                attach(value, 1, _line(ev))
-            elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-                if len(stack) >= self.limits.max_depth:
-                    raise InputError(
-                        f"nested deeper than {self.limits.max_depth} levels", _line(ev)
-                    )
-                is_seq = isinstance(event, yaml.SequenceStartEvent)
-                tag = ev.tag
-                if tag is not None and tag not in ("!", _SEQ if is_seq else _MAP):
-                    raise ConstructorError(
-                        None,
-                        None,
-                        f"could not determine a constructor for the tag {tag!r}",
-                        ev.start_mark,
-                    )
-                stack.append(_Frame([] if is_seq else {}, ev.anchor, _line(ev)))
+            elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
+                frame = self._open(ev, len(stack), cls is yaml.SequenceStartEvent)
+                stack.append(frame)
                 if ev.anchor is not None:
                     anchors[ev.anchor] = (None, 0, True)
-            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-                frame = stack.pop()
-                value = frame.items
-                if frame.merges:
-                    merged: dict[Any, Any] = {}
-                    for group in reversed(frame.merges):
-                        for mapping in reversed(group):
-                            merged.update(mapping)
-                    value = {**merged, **value}
-                if frame.anchor is not None:
-                    anchors[frame.anchor] = (value, frame.size, False)
-                attach(value, frame.size, frame.line)
+                continue
+            elif cls in end_events:
+                done = stack.pop()
+                value, size = done.items, done.size
+                if done.merges:
+                    value = _merged(done.merges, value)
+                if done.anchor is not None:
+                    anchors[done.anchor] = (value, size, False)
+                frame = stack[-1] if stack else None
+                ev = done.start
+            elif cls is yaml.AliasEvent:
+                value, size = self._alias(ev, anchors)
+            elif cls is yaml.DocumentEndEvent:
+                return root
             else:
-                raise InputError(f"unexpected YAML event {type(event).__name__}", _line(ev))
+                raise InputError(f"unexpected YAML event {cls.__name__}", _line(ev))
+            # Attach the value to the open collection (or make it the document's root).
+            if frame is None:
+                root = value
+                continue
+            frame.size += size
+            items = frame.items
+            if type(items) is list:
+                items.append(value)
+            elif frame.key is _NO_KEY:
+                if isinstance(value, dict | list):
+                    raise InputError("a mapping key that is a collection", _line(ev))
+                frame.key = value
+            elif frame.key is _MERGE:
+                group = value if isinstance(value, list) else [value]
+                if not all(isinstance(m, dict) for m in group):
+                    raise InputError("a merge key (<<) needs mappings", _line(ev))
+                frame.merges.append(group)
+                frame.key = _NO_KEY
+            else:
+                items[frame.key] = value
+                frame.key = _NO_KEY
+
+
+def _merged(merges: list[list[dict[Any, Any]]], explicit: dict[Any, Any]) -> dict[Any, Any]:
+    """A mapping with merge keys, as the safe loader builds it: its own keys win, then the
+    first merged mapping's, and so on."""
+    merged: dict[Any, Any] = {}
+    for group in reversed(merges):
+        for mapping in reversed(group):
+            merged.update(mapping)
+    return {**merged, **explicit}
 
 
 def _yaml_documents(text: str, limits: Limits) -> list[Any]:
