@@ -37,14 +37,25 @@ def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+READ_CHUNK = 8 * 2**20
+
+
 def _read_bounded(stream: Any, what: str, budget: int) -> bytes:
-    data: bytes = stream.read(budget + 1)
-    if len(data) > budget:
-        _fail(
-            f"{what} is larger than the snapshot limit of {budget} bytes"
-            " (raise it with --max-snapshot-size)"
-        )
-    return data
+    """Everything ``stream`` holds, read in chunks (a size is never allocated ahead), refused
+    as soon as it passes ``budget`` bytes."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk: bytes = stream.read(min(READ_CHUNK, budget - total + 1))
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > budget:
+            _fail(
+                f"{what} is larger than the snapshot limit of {budget} bytes"
+                " (raise it with --max-snapshot-size)"
+            )
+        chunks.append(chunk)
 
 
 def _text(data: bytes, what: str) -> str:
@@ -469,6 +480,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except UsageError as err:
         print(f"respread: error: {printable(str(err))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        # Under a memory limit (ulimit -v, a container's): one line, not a traceback.
+        print(
+            "respread: error: out of memory (the input is too large for this memory limit)",
+            file=sys.stderr,
+        )
         return 2
     except BrokenPipeError:
         return 0

@@ -477,6 +477,29 @@ def test_errors_are_one_line(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("size", ["100Gi", "1e25", "9223372036854775807"])
+def test_a_huge_limit_allocates_nothing_ahead(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, size: str
+) -> None:
+    code, out, err = run(
+        capsys, "plan", "--snapshot", str(snapshot), "--max-snapshot-size", size, "--now", NOW
+    )
+    assert (code, err) == (0, "")
+    assert "web" in out
+
+
+def test_stdin_over_the_limit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (9 * 2**20))))
+    code, out, err = run(capsys, "plan", "--snapshot", "-", "--max-snapshot-size", "8Mi")
+    assert (code, out) == (2, "")
+    assert err == (
+        "respread: error: standard input is larger than the snapshot limit of 8388608 bytes"
+        " (raise it with --max-snapshot-size)\n"
+    )
+
+
 def test_non_utf8_stdin_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
