@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -64,6 +65,10 @@ def _text(data: bytes | str | None) -> str:
 
 
 def run_forked(argv: list[str], stdin: bytes = b"") -> Outcome:
+    if threading.active_count() > 1:
+        # Forking a process with other threads can leave the child on a lock one of them
+        # held: start a fresh interpreter instead (slower, same verdict).
+        return run_subprocess(argv, stdin)
     from respread.cli import main
 
     with tempfile.TemporaryDirectory() as tmp:
