@@ -8,7 +8,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,12 +17,16 @@ from respread import __version__
 from respread.analysis import analyze, build_index
 from respread.collector import gc_paused
 from respread.deletion_cost import plan_costs
+from respread.documents import InputError, decode
 from respread.explain import Explanation, explain_pod
+from respread.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.quantity import QuantityError, units
 from respread.remediation import apply_remediation
 from respread.report import build_report, render_text
 from respread.snapshot import LoadResult, documents_from_text, load_documents, load_texts
+from respread.timestamps import parse_rfc3339
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -36,12 +39,56 @@ def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def read_snapshot(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """(source, text) for each file named, each manifest in a directory, or standard input."""
+READ_CHUNK = 8 * 2**20
+
+
+def _read_bounded(stream: Any, what: str, budget: int) -> bytes:
+    """Everything ``stream`` holds, read in chunks (a size is never allocated ahead), refused
+    as soon as it passes ``budget`` bytes."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk: bytes = stream.read(min(READ_CHUNK, budget - total + 1))
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > budget:
+            _fail(
+                f"{what} is larger than the snapshot limit of {budget} bytes"
+                " (raise it with --max-snapshot-size)"
+            )
+        chunks.append(chunk)
+
+
+def _text(data: bytes, what: str) -> str:
+    try:
+        return decode(data)
+    except InputError as err:
+        _fail(f"cannot read {what}: {err}")
+
+
+def read_snapshot(
+    paths: Sequence[str], max_bytes: int = DEFAULT_LIMITS.max_bytes
+) -> list[tuple[str, str]]:
+    """(source, text) for each file named, each manifest in a directory, or standard input.
+
+    The files together may hold at most ``max_bytes``; each must be UTF-8. A file named twice
+    is read twice (its objects are then reported as duplicates), its second name marked.
+    """
     texts: list[tuple[str, str]] = []
+    budget = max_bytes
+    named: set[str] = set()
+
+    def add(source: str, data: bytes) -> None:
+        nonlocal budget
+        budget -= len(data)
+        label = source if source not in named else f"{source} (named again)"
+        named.add(source)
+        texts.append((label, _text(data, source)))
+
     for raw in paths:
         if raw == "-":
-            texts.append(("<stdin>", sys.stdin.read()))
+            add("<stdin>", _read_bounded(sys.stdin.buffer, "standard input", budget))
             continue
         path = Path(raw)
         if path.is_dir():
@@ -56,10 +103,15 @@ def read_snapshot(paths: Sequence[str]) -> list[tuple[str, str]]:
             _fail(f"cannot read snapshot {raw}: no such file or directory")
         for f in files:
             try:
-                texts.append((str(f), f.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as err:
-                _fail(f"cannot read snapshot {f}: {getattr(err, 'strerror', None) or err}")
+                with f.open("rb") as stream:
+                    data = _read_bounded(stream, f"snapshot {f}", budget)
+            except OSError as err:
+                _fail(f"cannot read snapshot {f}: {err.strerror or err}")
+            add(str(f), data)
     return texts
+
+
+MAX_WARNINGS = 100  # warnings printed one by one; beyond, a count
 
 
 SLOW = 2.0  # seconds: a stage that takes longer says so on stderr
@@ -72,35 +124,59 @@ def note(quiet: bool, started: float, what: str) -> None:
         print(f"respread: {what} in {elapsed:.1f}s", file=sys.stderr)
 
 
-def load_snapshot(paths: Sequence[str], quiet: bool = False) -> LoadResult:
+def warn(problems: Sequence[object], quiet: bool) -> None:
+    if quiet:
+        return
+    for problem in problems[:MAX_WARNINGS]:
+        print(f"respread: warning: {problem} (left out)", file=sys.stderr)
+    if len(problems) > MAX_WARNINGS:
+        print(
+            f"respread: warning: {len(problems) - MAX_WARNINGS} more objects left out (not shown)",
+            file=sys.stderr,
+        )
+
+
+def load_snapshot(
+    paths: Sequence[str], quiet: bool = False, limits: Limits = DEFAULT_LIMITS
+) -> LoadResult:
     started = time.monotonic()
-    texts = read_snapshot(paths)
+    texts = read_snapshot(paths, limits.max_bytes)
     with gc_paused():  # parsing makes hundreds of thousands of long-lived, acyclic objects
-        result = load_texts(texts, taken_at=time.time())
+        result = load_texts(texts, taken_at=time.time(), limits=limits)
     state = result.state
     note(
         quiet,
         started,
         f"read {len(state.nodes)} nodes and {len(state.pods)} pods from {len(texts)} file(s)",
     )
-    if not quiet:
-        for problem in result.problems:
-            print(f"respread: warning: {problem} (left out)", file=sys.stderr)
+    warn(result.problems, quiet)
     if not result.state.nodes and not result.state.pods:
         _fail("the snapshot holds no Node and no Pod objects")
     return result
 
 
+POLICY_MAX_BYTES = 2**20  # the API server refuses objects over about 1.5 MiB anyway
+POLICY_LIMITS = Limits(max_bytes=POLICY_MAX_BYTES)
+
+
 def read_policy(path: str | None) -> RebalancePolicy:
     if path is None:
         return DEFAULT_POLICY
+    budget = POLICY_MAX_BYTES
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            data = _read_bounded(sys.stdin.buffer, "the policy", budget)
+        else:
+            with Path(path).open("rb") as stream:
+                data = _read_bounded(stream, f"policy {path}", budget)
     except OSError as err:
         _fail(f"cannot read policy {path}: {err.strerror or err}")
+    text = _text(data, f"policy {path}")
     try:
-        docs = [d for _, d in documents_from_text(text, path)]
-    except (yaml.YAMLError, ValueError):
+        docs = [d for _, d in documents_from_text(text, path, POLICY_LIMITS)]
+    except InputError as err:
+        _fail(f"policy {path} cannot be read: {err}")
+    except yaml.YAMLError:
         _fail(f"policy {path} is not valid YAML or JSON")
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(policies) != 1:
@@ -115,9 +191,9 @@ def parse_now(value: str | None) -> float:
     if value is None:
         return time.time()
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(value)
     except ValueError:
-        _fail(f"--now expects an RFC 3339 time such as 2026-11-22T10:00:00Z, got {value!r}")
+        _fail(f"--now expects an RFC 3339 time such as 2026-11-22T10:00:00Z, got {shown(value)}")
 
 
 def emit(data: Any, output: str, text: str | None = None) -> None:
@@ -144,9 +220,7 @@ def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
     except KubeError as err:
         _fail(str(err))
     result = load_documents(docs, taken_at=time.time())
-    if not quiet:
-        for problem in result.problems:
-            print(f"respread: warning: {problem} (left out)", file=sys.stderr)
+    warn(result.problems, quiet)
     return result
 
 
@@ -158,7 +232,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None:
         loaded = load_live(args.kubeconfig, args.quiet)
     else:
-        loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
     # the analysis runs, from walking its millions of objects on the collections that
     # rendering and writing the report trigger.
@@ -229,26 +303,51 @@ def explanation_text(ex: Explanation) -> str:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     policy = read_policy(args.policy)
-    if args.pod.count("/") != 1 or not all(args.pod.split("/")):
-        _fail(f"expected NAMESPACE/POD, got {args.pod!r}")
+    if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
+        _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
     namespace, name = args.pod.split("/")
-    loaded = load_snapshot(args.snapshot, quiet=args.quiet)
+    loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
-        _fail(f"pod {args.pod} is not in the snapshot")
+        _fail(f"pod {shown(args.pod)} is not in the snapshot")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
     emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
     return 0
 
 
+def snapshot_limits(args: argparse.Namespace) -> Limits:
+    return Limits(max_bytes=args.max_snapshot_size)
+
+
+def byte_size(value: str) -> int:
+    """--max-snapshot-size: a byte count or a quantity such as 512Mi or 2Gi."""
+    try:
+        size = units(value)
+    except QuantityError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512Mi, got {value!r}") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {value!r}")
+    return size
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line, exit status 2 (the README's promise for all bad input)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"respread: error: {printable(message)} (see {self.prog} --help)\n")
+
+
+SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quantity such as 2Gi)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="respread",
         description="Find Pod Topology Spread violations and plan the evictions that fix them.",
     )
     parser.add_argument("--version", action="version", version=f"respread {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("plan", help="report violations and the eviction plan for a snapshot")
     p.add_argument(
@@ -267,6 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
+    p.add_argument(
+        "--max-snapshot-size",
+        type=byte_size,
+        default=DEFAULT_LIMITS.max_bytes,
+        metavar="SIZE",
+        help=SIZE_HELP,
+    )
     p.set_defaults(func=cmd_plan)
 
     e = sub.add_parser("explain", help="show how the scheduler judges one pod on every node")
@@ -281,6 +387,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")
+    e.add_argument(
+        "--max-snapshot-size",
+        type=byte_size,
+        default=DEFAULT_LIMITS.max_bytes,
+        metavar="SIZE",
+        help=SIZE_HELP,
+    )
     e.set_defaults(func=cmd_explain)
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
@@ -361,13 +474,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A name with a lone surrogate (JSON allows "\\ud800") is printed escaped, not a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error already printed
+        return done.code if isinstance(done.code, int) else 2
     try:
         code: int = args.func(args)
         return code
     except UsageError as err:
-        print(f"respread: error: {err}", file=sys.stderr)
+        print(f"respread: error: {printable(str(err))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        # Under a memory limit (ulimit -v, a container's): one line, not a traceback.
+        print(
+            "respread: error: out of memory (the input is too large for this memory limit)",
+            file=sys.stderr,
+        )
         return 2
     except BrokenPipeError:
         return 0

@@ -16,7 +16,10 @@ day matches if either does.
 from __future__ import annotations
 
 import calendar
+import re
 from dataclasses import dataclass
+
+from respread.limits import shown
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -40,6 +43,9 @@ _FIELDS = (
 
 # APScheduler's day_of_week names, Monday first; indexed by cron's weekday (0 and 7: Sunday).
 _APS_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+_SPACE = re.compile(r"[\t\n\f\r ]+")
 
 
 class CronError(ValueError):
@@ -74,16 +80,21 @@ class CronSchedule:
         return ({**common, "day": day, "month": month, "day_of_week": weekday},)
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit also accepts superscripts and other scripts' digits."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def _number(text: str, field: _Field, part: str) -> int:
-    if text.isdigit():
+    if _digits(text):
         value = int(text)
     else:
         named = dict(field.names).get(text.lower())
         if named is None:
-            raise CronError(f"{field.name}: cannot read {part!r}")
+            raise CronError(f"{field.name}: cannot read {shown(part)}")
         value = named
     if not field.low <= value <= field.high:
-        raise CronError(f"{field.name}: {text!r} is not in {field.low}-{field.high}")
+        raise CronError(f"{field.name}: {shown(text)} is not in {field.low}-{field.high}")
     return value
 
 
@@ -93,31 +104,32 @@ def _values(text: str, field: _Field) -> frozenset[int]:
         base, slash, step_text = part.partition("/")
         step = 1
         if slash:
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise CronError(f"{field.name}: bad step in {part!r} (a whole number from 1)")
+            if not _digits(step_text) or int(step_text) == 0:
+                raise CronError(f"{field.name}: bad step in {shown(part)} (a whole number from 1)")
             step = int(step_text)
         if base == "*":
             first, last = field.low, field.high
         else:
             low, dash, high = base.partition("-")
             if not low or (dash and not high):
-                raise CronError(f"{field.name}: cannot read {part!r}")
+                raise CronError(f"{field.name}: cannot read {shown(part)}")
             if slash and not dash:
                 raise CronError(
-                    f"{field.name}: a /step needs * or a range in {part!r} "
+                    f"{field.name}: a /step needs * or a range in {shown(part)} "
                     f"(write {low}-{field.high}{slash}{step_text})"
                 )
             first = _number(low, field, part)
             last = _number(high, field, part) if dash else first
             if first > last:
-                raise CronError(f"{field.name}: range {base!r} runs backwards")
+                raise CronError(f"{field.name}: range {shown(base)} runs backwards")
         out.update(range(first, last + 1, step))
     return frozenset(out)
 
 
 def parse_cron(expression: str) -> CronSchedule:
     """The schedule of a five-field cron expression; CronError names the field at fault."""
-    texts = expression.split()
+    # Fields are separated by ASCII white space only, as the CRD's rule (RE2's \s) reads them.
+    texts = [t for t in re.split(_SPACE, expression) if t]
     if len(texts) != 5:
         raise CronError(f"expected five fields (minute hour day month weekday), got {len(texts)}")
     minutes, hours, days, months, weekdays = (

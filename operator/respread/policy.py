@@ -1,4 +1,13 @@
-"""The RebalancePolicy spec: parsing, defaults and validation (design.md, "RebalancePolicy")."""
+"""The RebalancePolicy spec: parsing, defaults and validation (design.md, "RebalancePolicy").
+
+One schema: a policy is first checked against the CRD's own structural schema
+(respread.policy_schema, generated from crds/rebalancepolicy.yaml) as the API server checks it
+(unknown fields refused, nulls dropped and defaulted, types and bounds); then the checks that
+the CRD states as CEL rules (durations of at least 10s, cron grammar, exactly one of interval
+and cron, no labelSelector in default constraints, ...) are made here. The one known difference:
+a cron day of month that none of its months has ("0 0 30 2 *") passes the API server and is
+refused here (it would never fire).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +18,11 @@ from enum import StrEnum
 from typing import Any
 
 from respread.cron import CronError, parse_cron
+from respread.limits import INT64_MAX, is_int64, printable, shown
 from respread.model import LabelSelector, SpreadConstraint, When
+from respread.policy_schema import SCHEMA
 from respread.snapshot import FieldError, label_selector, spread_constraint
+from respread.structural import SchemaError, check
 
 API_VERSION = "respread.io/v1alpha1"
 KIND = "RebalancePolicy"
@@ -32,7 +44,7 @@ class PolicyError(ValueError):
 
     def __str__(self) -> str:
         who = f"RebalancePolicy {self.name}: " if self.name else ""
-        return f"{who}field {self.field}: {self.message}"
+        return printable(f"{who}field {self.field}: {self.message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +121,7 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
+MAX_DURATION = INT64_MAX / 1e9  # seconds: about 292 years
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|ms|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -119,7 +132,7 @@ def parse_duration(value: object, path: str) -> float:
     A bare number is refused, as the API server refuses it: "90" could mean seconds or minutes.
     """
     if not isinstance(value, str) or not value:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {value!r}")
+        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
     pos, total = 0, 0.0
     for match in _DURATION.finditer(value):
         if match.start() != pos:
@@ -127,7 +140,7 @@ def parse_duration(value: object, path: str) -> float:
         total += float(match.group(1)) * _UNIT[match.group(2)]
         pos = match.end()
     if pos != len(value) or pos == 0:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {value!r}")
+        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
     return total
 
 
@@ -155,15 +168,17 @@ def _cap(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> in
     value = raw[key]
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise PolicyError(f"{path}.{key}", f"must be a non-negative integer or null, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or not is_int64(value):
+        raise PolicyError(
+            f"{path}.{key}", f"must be a non-negative integer or null, got {shown(value)}"
+        )
     return value
 
 
 def _bool(raw: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
-        raise PolicyError(f"{path}.{key}", f"must be true or false, got {value!r}")
+        raise PolicyError(f"{path}.{key}", f"must be true or false, got {shown(value)}")
     return value
 
 
@@ -187,21 +202,38 @@ def _selector(raw: Mapping[str, Any], key: str, path: str) -> LabelSelector | No
         raise PolicyError(err.path, err.message) from None
 
 
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists (the operator hands over kopf's mapping views)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def parse_policy(doc: Mapping[str, Any]) -> RebalancePolicy:
     """A RebalancePolicy object (as applied or as read back) into a validated policy."""
+    doc = _plain(doc)
     meta = doc.get("metadata") or {}
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    raw_name = meta.get("name") if isinstance(meta, dict) else None
+    name = shown(raw_name)[1:-1] if isinstance(raw_name, str) else ""
     try:
-        return _parse(doc, name, meta if isinstance(meta, dict) else {})
+        if doc.get("apiVersion") != API_VERSION:
+            raise PolicyError(
+                "apiVersion", f"expected {API_VERSION}, got {shown(doc.get('apiVersion'))}"
+            )
+        if doc.get("kind") != KIND:
+            raise PolicyError("kind", f"expected {KIND}, got {shown(doc.get('kind'))}")
+        try:
+            checked = check(SCHEMA, doc)
+        except SchemaError as err:
+            raise PolicyError(err.path, err.message) from None
+        return _parse(checked, name, checked["metadata"])
     except PolicyError as err:
         raise PolicyError(err.field, err.message, name) from None
 
 
 def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> RebalancePolicy:
-    if doc.get("kind") != KIND:
-        raise PolicyError("kind", f"expected {KIND}, got {doc.get('kind')!r}")
-    if doc.get("apiVersion") not in (API_VERSION, None):
-        raise PolicyError("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
     spec = _section(doc, "spec", "")
     path = "spec"
 
@@ -209,7 +241,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     try:
         mode = Mode(mode_raw)
     except ValueError:
-        raise PolicyError(f"{path}.mode", f"must be DryRun or Enforce, got {mode_raw!r}") from None
+        raise PolicyError(
+            f"{path}.mode", f"must be DryRun or Enforce, got {shown(mode_raw)}"
+        ) from None
 
     sched_raw = _section(spec, "schedule", path)
     if "interval" in sched_raw and "cron" in sched_raw:
@@ -220,15 +254,20 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     if "cron" in sched_raw:
         cron = sched_raw["cron"]
         if not isinstance(cron, str):
-            raise PolicyError(f"{path}.schedule.cron", f"expected a cron expression, got {cron!r}")
+            raise PolicyError(
+                f"{path}.schedule.cron", f"expected a cron expression, got {shown(cron)}"
+            )
         problem = cron_problem(cron)
         if problem:
-            raise PolicyError(f"{path}.schedule.cron", f"{problem} in {cron!r}")
+            raise PolicyError(f"{path}.schedule.cron", f"{problem} in {shown(cron)}")
         schedule = Schedule(interval=None, cron=cron)
     else:
         interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
         if interval < 10:
             raise PolicyError(f"{path}.schedule.interval", "must be at least 10s")
+        if interval > MAX_DURATION:
+            # The CRD's rule reads it with CEL's duration(): an int64 of nanoseconds.
+            raise PolicyError(f"{path}.schedule.interval", "out of range (at most 2562047h)")
         schedule = Schedule(interval=interval)
 
     sel_raw = _section(spec, "selector", path)
@@ -253,7 +292,7 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     except ValueError:
         raise PolicyError(
             f"{path}.constraints.whenUnsatisfiable",
-            f"must list DoNotSchedule and/or ScheduleAnyway, got {when_raw!r}",
+            f"must list DoNotSchedule and/or ScheduleAnyway, got {shown(when_raw)}",
         ) from None
     defaults_raw = con_raw.get("defaultConstraints") or []
     if not isinstance(defaults_raw, list):
@@ -288,7 +327,9 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
     ev_path = f"{path}.eviction"
     prot_raw = _section(ev_raw, "protections", ev_path)
     grace = ev_raw.get("gracePeriodSeconds")
-    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+    if grace is not None and (
+        not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace <= INT64_MAX
+    ):
         raise PolicyError(f"{ev_path}.gracePeriodSeconds", "must be a non-negative integer")
     eviction = EvictionSettings(
         max_per_run=_cap(ev_raw, "maxPerRun", ev_path, 10),

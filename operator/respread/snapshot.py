@@ -7,14 +7,14 @@ Unknown kinds are ignored. Shared substructures are interned, which is what keep
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import yaml
 
+from respread.documents import InputError, documents_from_text
+from respread.limits import DEFAULT_LIMITS, INT32_MAX, Limits, is_int64, printable, shown
 from respread.model import (
     EMPTY_LABELS,
     NO_AFFINITY,
@@ -44,6 +44,9 @@ from respread.model import (
     Workload,
 )
 from respread.quantity import QuantityError, milli, units
+from respread.timestamps import parse_rfc3339
+
+__all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
 DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
 
@@ -79,7 +82,12 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.kind} {self.name}" if self.name else self.kind or "document"
         at = f" field {self.field}:" if self.field else ""
-        return f"{self.source}: {where}:{at} {self.message}"
+        return printable(f"{self.source}: {where}:{at} {self.message}")
+
+
+# The API server's limits on names (a DNS subdomain; a namespace is a DNS label).
+MAX_NAME = 253
+MAX_NAMESPACE = 63
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,47 +98,10 @@ class LoadResult:
 
 class FieldError(ValueError):
     def __init__(self, path: str, message: str) -> None:
+        path, message = printable(path), printable(message)
         super().__init__(message)
         self.path = path
         self.message = message
-
-
-# --------------------------------------------------------------------------------------------
-# Text -> documents
-
-
-def documents_from_text(text: str, source: str) -> Iterator[tuple[str, Any]]:
-    """Every object in a YAML or JSON text, with ``kind: List`` (and ``*List``) unwrapped."""
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            loaded: Iterable[Any] = [json.loads(text)]
-        except json.JSONDecodeError:
-            loaded = _yaml_documents(text)
-    else:
-        loaded = _yaml_documents(text)
-    for doc in loaded:
-        yield from _unwrap(doc, source)
-
-
-def _yaml_documents(text: str) -> list[Any]:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return list(yaml.load_all(text, Loader=loader))
-
-
-def _unwrap(doc: Any, source: str) -> Iterator[tuple[str, Any]]:
-    if doc is None:
-        return
-    if isinstance(doc, list):
-        for item in doc:
-            yield from _unwrap(item, source)
-        return
-    kind = doc.get("kind") if isinstance(doc, dict) else None
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            yield from _unwrap(item, source)
-        return
-    yield source, doc
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,32 +145,81 @@ class ObjectParser:
         self._parsed += 1
         if self._parsed % self._reset_every == 0:
             self._intern = _Interner()
-        record: Record = parser(doc if "kind" in doc else {**doc, "kind": kind}, self._intern)
+        try:
+            record: Record = parser(doc if "kind" in doc else {**doc, "kind": kind}, self._intern)
+        except FieldError:
+            raise
+        except (
+            ValueError,
+            TypeError,
+            AttributeError,
+            KeyError,
+            IndexError,
+            OverflowError,
+            RecursionError,
+        ) as err:
+            # Every malformed field should be named by the parsers above; this keeps the
+            # contract (FieldError, the object skipped) for any shape they did not foresee.
+            raise FieldError("", f"cannot be read ({type(err).__name__})") from None
         return record
 
 
+def _identity(doc: Mapping[str, Any]) -> tuple[str, str]:
+    """The kind and ``namespace/name`` of a document, for messages (cut if long or odd)."""
+    meta = doc.get("metadata")
+    name = meta.get("name", "") if isinstance(meta, dict) else ""
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    raw_kind = doc.get("kind")
+    kind = raw_kind if isinstance(raw_kind, str) and len(raw_kind) <= 64 else shown(raw_kind, 40)
+    name = name if isinstance(name, str) and len(name) <= MAX_NAME else shown(name)
+    if namespace and kind != "Namespace":
+        ns = namespace if isinstance(namespace, str) and len(namespace) <= 64 else shown(namespace)
+        return kind, f"{ns}/{name}"
+    return kind, str(name)
+
+
+def _key(record: Record) -> tuple[str, str, str]:
+    if isinstance(record, Workload):
+        return record.kind, record.namespace, record.name
+    namespace = getattr(record, "namespace", "")
+    return type(record).__name__, namespace if isinstance(namespace, str) else "", record.name
+
+
 def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
+    """The state of every readable object; a malformed one, or a second copy of an object
+    already read (same kind, namespace and name), is left out with a Problem naming it."""
     parser = ObjectParser()
     records: dict[type, list[Any]] = {
         kind: [] for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace)
     }
     problems: list[Problem] = []
+    seen: dict[tuple[str, str, str], str] = {}
+    ordinals: dict[str, int] = {}
     for source, doc in docs:
+        ordinal = ordinals[source] = ordinals.get(source, 0) + 1
         if not isinstance(doc, dict):
             problems.append(Problem(source, "", "", "", "not a Kubernetes object (not a mapping)"))
             continue
         try:
             record = parser.parse(doc)
         except FieldError as err:
-            meta = doc.get("metadata")
-            name = meta.get("name", "") if isinstance(meta, dict) else ""
-            namespace = meta.get("namespace") if isinstance(meta, dict) else None
-            kind = str(doc.get("kind"))
-            label = f"{namespace}/{name}" if namespace and kind != "Namespace" else str(name)
+            kind, label = _identity(doc)
             problems.append(Problem(source, kind, label, err.path, err.message))
             continue
-        if record is not None:
-            records[type(record)].append(record)
+        if record is None:
+            continue
+        place = f"{source} (object {ordinal})"
+        key = _key(record)
+        first = seen.setdefault(key, place)
+        if first is not place:
+            kind, label = _identity(doc)
+            problems.append(
+                Problem(
+                    source, kind, label, "", f"seen twice, in {first} and in {place}: counted once"
+                )
+            )
+            continue
+        records[type(record)].append(record)
     state = ClusterState(
         nodes=tuple(records[Node]),
         pods=tuple(records[Pod]),
@@ -212,19 +232,32 @@ def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = Non
     return LoadResult(state, tuple(problems))
 
 
-def load_texts(texts: Iterable[tuple[str, str]], taken_at: float | None = None) -> LoadResult:
-    """Parse several (source, text) pairs; a text that is not YAML/JSON becomes one Problem."""
+def load_texts(
+    texts: Iterable[tuple[str, str]],
+    taken_at: float | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> LoadResult:
+    """Parse several (source, text) pairs; a text that cannot be read becomes one Problem."""
     docs: list[tuple[str, Any]] = []
     problems: list[Problem] = []
     for source, text in texts:
         try:
-            docs.extend(documents_from_text(text, source))
+            docs.extend(documents_from_text(text, source, limits))
+        except InputError as err:
+            problems.append(Problem(source, "", "", "", f"cannot be read: {err}"))
         except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            problems.append(Problem(source, "", "", "", f"not valid YAML or JSON{where}"))
+            problems.append(Problem(source, "", "", "", yaml_problem(err)))
     result = load_documents(docs, taken_at)
     return LoadResult(result.state, tuple(problems) + result.problems)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """One line for a YAML error: the parser's reason (cut) and the line."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    reason = getattr(err, "problem", None)
+    why = f": {shown(reason)[1:-1]}" if isinstance(reason, str) and reason else ""
+    return f"not valid YAML or JSON{where}{why}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,11 +268,28 @@ def _get(obj: Mapping[str, Any], path: str, key: str, kind: type[T], default: T)
     value = obj.get(key)
     if value is None:
         return default
+    where = f"{path}.{key}" if path else key
     if kind is int and isinstance(value, bool):
-        raise FieldError(f"{path}.{key}", f"expected an integer, got {value!r}")
+        raise FieldError(where, f"expected an integer, got {shown(value)}")
     if not isinstance(value, kind):
-        raise FieldError(f"{path}.{key}", f"expected {_kind_name(kind)}, got {value!r}")
+        raise FieldError(where, f"expected {_kind_name(kind)}, got {shown(value)}")
+    if isinstance(value, int) and not is_int64(value):
+        raise FieldError(where, f"out of range for an int64: {shown(value)}")
     return value
+
+
+def _int32(obj: Mapping[str, Any], path: str, key: str, default: int) -> int:
+    value = _get(obj, path, key, int, default)
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise FieldError(f"{path}.{key}", f"out of range for an int32: {shown(value)}")
+    return value
+
+
+def _scalar(value: object, where: str) -> str:
+    """A label-like value: a string (YAML numbers and booleans read as their text)."""
+    if isinstance(value, str | bool | int | float):
+        return _label_value(value)
+    raise FieldError(where, f"expected a string, got {shown(value)}")
 
 
 def _kind_name(kind: type) -> str:
@@ -266,7 +316,9 @@ def _labels(obj: Mapping[str, Any], path: str, key: str, intern: _Interner) -> L
         return EMPTY_LABELS
     for k, v in raw.items():
         if not isinstance(k, str) or not isinstance(v, str | int | float | bool):
-            raise FieldError(f"{path}.{key}", f"expected string values, got {k!r}: {v!r}")
+            raise FieldError(
+                f"{path}.{key}", f"expected string keys and values, got {shown(k)}: {shown(v)}"
+            )
     return intern(Labels({k: _label_value(v) for k, v in raw.items()}))
 
 
@@ -280,22 +332,28 @@ def _time(meta: Mapping[str, Any], key: str) -> float | None:
     value = meta.get(key)
     if value is None:
         return None
-    if isinstance(value, datetime):  # YAML may already have parsed it
-        return value.timestamp()
     if not isinstance(value, str):
-        raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {value!r}")
+        raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {shown(value)}")
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {value!r}") from None
+        return parse_rfc3339(value)
+    except ValueError as err:
+        raise FieldError(f"metadata.{key}", f"{err}, got {shown(value)}") from None
 
 
 def _meta(doc: Mapping[str, Any], namespaced: bool) -> tuple[dict[str, Any], str, str]:
     meta = _map(doc, "", "metadata")
     name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    if name is None or name == "":
         raise FieldError("metadata.name", "missing")
+    if not isinstance(name, str):
+        raise FieldError("metadata.name", f"expected a string, got {shown(name)}")
+    if len(name) > MAX_NAME:
+        raise FieldError("metadata.name", f"longer than {MAX_NAME} characters: {shown(name)}")
     namespace = _str(meta, "metadata", "namespace", "default") if namespaced else ""
+    if len(namespace) > MAX_NAMESPACE:
+        raise FieldError(
+            "metadata.namespace", f"longer than {MAX_NAMESPACE} characters: {shown(namespace)}"
+        )
     return meta, name, namespace
 
 
@@ -313,13 +371,12 @@ def _requirements(
             raise FieldError(where, "expected a mapping")
         key = item.get("key")
         if not isinstance(key, str) or not key:
-            raise FieldError(f"{where}.key", "missing")
+            raise FieldError(f"{where}.key", f"expected a non-empty string, got {shown(key)}")
+        operator = item.get("operator")
         try:
-            op = Op(str(item.get("operator")))
+            op = Op(operator if isinstance(operator, str) else "")
         except ValueError:
-            raise FieldError(
-                f"{where}.operator", f"unknown operator {item.get('operator')!r}"
-            ) from None
+            raise FieldError(f"{where}.operator", f"unknown operator {shown(operator)}") from None
         if op not in allowed:
             raise FieldError(f"{where}.operator", f"operator {op.value} is not allowed here")
         values = _list(item, where, "values")
@@ -329,7 +386,13 @@ def _requirements(
             raise FieldError(f"{where}.values", f"must be empty for operator {op.value}")
         if op in (Op.GT, Op.LT) and len(values) != 1:
             raise FieldError(f"{where}.values", f"must have exactly one value for {op.value}")
-        out.append(intern(Requirement(key, op, tuple(_label_value(v) for v in values))))
+        out.append(
+            intern(
+                Requirement(
+                    key, op, tuple(_scalar(v, f"{where}.values[{j}]") for j, v in enumerate(values))
+                )
+            )
+        )
     return tuple(out)
 
 
@@ -346,8 +409,12 @@ def label_selector(raw: Any, path: str, intern: _Interner | None = None) -> Labe
     if not isinstance(raw, dict):
         raise FieldError(path, "expected a label selector mapping")
     match_labels = _map(raw, path, "matchLabels")
+    for k in match_labels:
+        if not isinstance(k, str):
+            raise FieldError(f"{path}.matchLabels", f"expected string keys, got {shown(k)}")
     reqs = [
-        intern(Requirement(k, Op.IN, (_label_value(v),))) for k, v in sorted(match_labels.items())
+        intern(Requirement(k, Op.IN, (_scalar(v, f"{path}.matchLabels.{k}"),)))
+        for k, v in sorted(match_labels.items())
     ]
     reqs.extend(
         _requirements(
@@ -398,7 +465,7 @@ def _effect(value: Any, path: str) -> Effect:
     try:
         return Effect(value)
     except ValueError:
-        raise FieldError(path, f"unknown taint effect {value!r}") from None
+        raise FieldError(path, f"unknown taint effect {shown(value)}") from None
 
 
 def _tolerations(spec: Mapping[str, Any], intern: _Interner) -> tuple[Toleration, ...]:
@@ -410,12 +477,12 @@ def _tolerations(spec: Mapping[str, Any], intern: _Interner) -> tuple[Toleration
         effect = raw.get("effect")
         operator = _str(raw, where, "operator", "Equal") or "Equal"
         if operator not in ("Equal", "Exists", "Lt", "Gt"):
-            raise FieldError(f"{where}.operator", f"unknown operator {operator!r}")
+            raise FieldError(f"{where}.operator", f"unknown operator {shown(operator)}")
         out.append(
             Toleration(
                 key=_str(raw, where, "key"),
                 operator=operator,
-                value=_label_value(raw.get("value", "")),
+                value=_scalar(raw.get("value", ""), f"{where}.value"),
                 effect=_effect(effect, f"{where}.effect") if effect else None,
             )
         )
@@ -429,7 +496,7 @@ def _policy(raw: Mapping[str, Any], where: str, key: str) -> Policy | None:
     try:
         return Policy(value)
     except ValueError:
-        raise FieldError(f"{where}.{key}", f"must be Honor or Ignore, got {value!r}") from None
+        raise FieldError(f"{where}.{key}", f"must be Honor or Ignore, got {shown(value)}") from None
 
 
 def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> SpreadConstraint:
@@ -437,14 +504,15 @@ def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> 
     intern = intern or _Interner()
     if not isinstance(raw, dict):
         raise FieldError(where, "expected a mapping")
-    max_skew = _get(raw, where, "maxSkew", int, 0)
+    max_skew = _int32(raw, where, "maxSkew", 0)
     if max_skew <= 0:
         raise FieldError(f"{where}.maxSkew", "must be greater than zero")
     key = _str(raw, where, "topologyKey")
     if not key:
         raise FieldError(f"{where}.topologyKey", "must not be empty")
     try:
-        when = When(str(raw.get("whenUnsatisfiable")))
+        when_raw = raw.get("whenUnsatisfiable")
+        when = When(when_raw if isinstance(when_raw, str) else "")
     except ValueError:
         raise FieldError(
             f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
@@ -453,6 +521,10 @@ def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> 
     if min_domains is not None:
         if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
             raise FieldError(f"{where}.minDomains", "must be greater than zero")
+        if min_domains > INT32_MAX:
+            raise FieldError(
+                f"{where}.minDomains", f"out of range for an int32: {shown(min_domains)}"
+            )
         if when is not When.DO_NOT_SCHEDULE:
             raise FieldError(
                 f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
@@ -497,6 +569,8 @@ def _resources(raw: Mapping[str, Any], path: str) -> Resources:
     cpu = memory = ephemeral = 0
     extended: dict[str, int] = {}
     for name, value in raw.items():
+        if not isinstance(name, str):
+            raise FieldError(path, f"expected resource names to be strings, got {shown(name)}")
         try:
             if name == "cpu":
                 cpu = milli(value)
@@ -595,7 +669,9 @@ def _owner(meta: Mapping[str, Any], intern: _Interner) -> OwnerRef | None:
 
 def _kept_annotations(meta: Mapping[str, Any], intern: _Interner) -> Labels:
     raw = _map(meta, "metadata", "annotations")
-    kept = {k: str(v) for k, v in raw.items() if k in KEPT_ANNOTATIONS}
+    kept = {
+        k: _scalar(v, f"metadata.annotations.{k}") for k, v in raw.items() if k in KEPT_ANNOTATIONS
+    }
     return intern(Labels(kept)) if kept else EMPTY_LABELS
 
 
@@ -632,8 +708,8 @@ def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
     try:
         phase = Phase(phase_raw)
     except ValueError:
-        raise FieldError("status.phase", f"unknown phase {phase_raw!r}") from None
-    priority = _get(spec, "spec", "priority", int, 0)
+        raise FieldError("status.phase", f"unknown phase {shown(phase_raw)}") from None
+    priority = _int32(spec, "spec", "priority", 0)
     node_name = _str(spec, "spec", "nodeName") or None
     return Pod(
         namespace=intern(namespace),
@@ -666,7 +742,7 @@ def _node(doc: Mapping[str, Any], intern: _Interner) -> Node:
         taints.append(
             Taint(
                 raw["key"],
-                _label_value(raw.get("value", "")),
+                _scalar(raw.get("value", ""), f"{where}.value"),
                 _effect(raw.get("effect"), f"{where}.effect"),
             )
         )
@@ -726,8 +802,8 @@ def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
         template = PodTemplate(_labels(tmeta, "spec.template.metadata", "labels", intern), tspec)
     replicas_key = "parallelism" if kind == "Job" else "replicas"
     replicas = spec.get(replicas_key)
-    if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool)):
-        raise FieldError(f"spec.{replicas_key}", f"expected an integer, got {replicas!r}")
+    if replicas is not None:
+        replicas = _int32(spec, "spec", replicas_key, 0)
     annotations = _map(meta, "metadata", "annotations")
     revision = annotations.get("deployment.kubernetes.io/revision")
     return Workload(
@@ -741,7 +817,7 @@ def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
         generation=_get(meta, "metadata", "generation", int, 0),
         observed_generation=_get(status, "status", "observedGeneration", int, 0),
         created=_time(meta, "creationTimestamp"),
-        revision=str(revision) if revision is not None else None,
+        revision=_scalar(revision, "metadata.annotations") if revision is not None else None,
     )
 
 

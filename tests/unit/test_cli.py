@@ -206,7 +206,7 @@ def test_plan_reads_stdin(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = json.dumps({"apiVersion": "v1", "kind": "List", "items": ALL})
-    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
     report = plan_json(capsys, "--snapshot", "-")
     assert report["summary"]["nodes"] == 2
     assert report["summary"]["pods"] == 3
@@ -274,6 +274,26 @@ def configmap_policy(tmp: Path) -> list[str]:
 def two_policies(tmp: Path) -> list[str]:
     doc = {"apiVersion": "respread.io/v1alpha1", "kind": "RebalancePolicy"}
     return ["--policy", str(write(tmp / "policy.yaml", [doc, doc]))]
+
+
+POLICY_HEAD = {
+    "apiVersion": "respread.io/v1alpha1",
+    "kind": "RebalancePolicy",
+    "metadata": {"name": "p"},
+}
+ALIAS_BOMB = (
+    b"a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + b"".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n".encode()
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + b"kind: RebalancePolicy\n"
+)
+
+
+def raw(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 ERRORS = [
@@ -358,6 +378,79 @@ ERRORS = [
         "spec.eviction.maxPerRun",
     ),
     (
+        "explain: -o without a value",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "-o"],
+        "-o",
+    ),
+    (
+        "explain: -o json but no pod",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "-o", "json"],
+        "NAMESPACE/POD",
+    ),
+    (
+        "explain: a pod that looks like an option",
+        lambda tmp, snap: ["explain", "--snapshot", str(snap), "--", "-o/x"],
+        "-o/x",
+    ),
+    (
+        "snapshot over --max-snapshot-size",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--max-snapshot-size", "1Ki"],
+        "--max-snapshot-size",
+    ),
+    (
+        "bad --max-snapshot-size",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--max-snapshot-size", "lots"],
+        "lots",
+    ),
+    (
+        "non-UTF-8 snapshot",
+        lambda tmp, snap: ["plan", "--snapshot", str(raw(tmp / "latin1.yaml", b"a: \xe9\n"))],
+        "latin1.yaml: not UTF-8 text (byte 0xe9 at offset 3)",
+    ),
+    (
+        "non-UTF-8 policy",
+        lambda tmp, snap: [
+            "plan",
+            "--snapshot",
+            str(snap),
+            "--policy",
+            str(raw(tmp / "p.yaml", b"kind: RebalancePolicy\nx: \xff\n")),
+        ],
+        "p.yaml: not UTF-8",
+    ),
+    (
+        "policy alias bomb",
+        lambda tmp, snap: [
+            "plan",
+            "--snapshot",
+            str(snap),
+            "--policy",
+            str(raw(tmp / "p.yaml", ALIAS_BOMB)),
+        ],
+        "aliases",
+    ),
+    (
+        "cron with a superscript digit",
+        lambda tmp, snap: [
+            "plan",
+            "--snapshot",
+            str(snap),
+            "--policy",
+            str(
+                write(
+                    tmp / "p.yaml",
+                    [{**POLICY_HEAD, "spec": {"schedule": {"cron": "*/\u00b2 * * * *"}}}],
+                )
+            ),
+        ],
+        "spec.schedule.cron",
+    ),
+    (
+        "unknown option",
+        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--frobnicate"],
+        "--frobnicate",
+    ),
+    (
         "explain: missing snapshot",
         lambda tmp, snap: ["explain", "--snapshot", str(tmp / "gone"), "shop/web-1"],
         "gone",
@@ -382,6 +475,63 @@ def test_errors_are_one_line(
     assert lines[0].startswith("respread: error:")
     assert needle in lines[0]
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("size", ["100Gi", "1e25", "9223372036854775807"])
+def test_a_huge_limit_allocates_nothing_ahead(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, size: str
+) -> None:
+    code, out, err = run(
+        capsys, "plan", "--snapshot", str(snapshot), "--max-snapshot-size", size, "--now", NOW
+    )
+    assert (code, err) == (0, "")
+    assert "web" in out
+
+
+def test_stdin_over_the_limit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (9 * 2**20))))
+    code, out, err = run(capsys, "plan", "--snapshot", "-", "--max-snapshot-size", "8Mi")
+    assert (code, out) == (2, "")
+    assert err == (
+        "respread: error: standard input is larger than the snapshot limit of 8388608 bytes"
+        " (raise it with --max-snapshot-size)\n"
+    )
+
+
+def test_non_utf8_stdin_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"kind: Node\n\xc3\x28")))
+    code, out, err = run(capsys, "plan", "--snapshot", "-")
+    assert (code, out) == (2, "")
+    assert err == (
+        "respread: error: cannot read <stdin>: not UTF-8 text (byte 0xc3 at offset 11) at line 2\n"
+    )
+
+
+def test_same_snapshot_twice_counts_once(
+    capsys: pytest.CaptureFixture[str], snapshot: Path
+) -> None:
+    code, out, err = run(
+        capsys,
+        "plan",
+        "--snapshot",
+        str(snapshot),
+        "--snapshot",
+        str(snapshot),
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert (report["summary"]["nodes"], report["summary"]["pods"]) == (2, 3)
+    warnings = err.splitlines()
+    assert len(warnings) == 6  # two nodes, a ReplicaSet, three pods: one warning each
+    assert f"in {snapshot} (object 1) and in {snapshot} (named again) (object 1)" in warnings[0]
 
 
 # --------------------------------------------------------------------------------------------

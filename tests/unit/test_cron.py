@@ -166,3 +166,23 @@ def test_runtime_trigger_fires_on_sundays_with_jitter() -> None:
     assert grace == 60
     either, _ = trigger_for(Schedule(interval=None, cron="0 12 1 * mon"))
     assert isinstance(either, OrTrigger)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "\u00b2 * * * *",  # superscript two: str.isdigit() says yes
+        "*/\u00b2 * * * *",
+        "\u0663 * * * *",  # Arabic-Indic three
+        "1-\uff15 * * * *",  # fullwidth five
+        "0\u00a00 * * *",  # a no-break space is not a field separator (RE2's \s)
+        "9" * 5000 + " * * * *",
+    ],
+)
+def test_only_ascii_digits_and_white_space(expression: str) -> None:
+    with pytest.raises(CronError):
+        parse_cron(expression)
+
+
+def test_tabs_and_newlines_separate_fields() -> None:
+    assert parse_cron("0\t0\n*  *\r*").minutes == frozenset({0})

@@ -315,7 +315,7 @@ INVALID = [
     (
         "whenUnsatisfiable unknown",
         nested("constraints.whenUnsatisfiable", ["Never"]),
-        "spec.constraints.whenUnsatisfiable",
+        "spec.constraints.whenUnsatisfiable[0]",
     ),
     (
         "whenUnsatisfiable empty list",
@@ -349,7 +349,7 @@ INVALID = [
     (
         "defaultConstraints duplicate key and whenUnsatisfiable",
         nested("constraints.defaultConstraints", [ZONE_HARD, with_default(maxSkew=2)]),
-        DC,
+        f"{DC}[1]",
     ),
     (
         "defaultConstraints maxSkew 0",
@@ -388,7 +388,7 @@ INVALID = [
     (
         "namespaces.include with an empty name",
         nested("selector.namespaces.include", [""]),
-        "spec.selector.namespaces.include",
+        "spec.selector.namespaces.include[0]",
     ),
     (
         "podSelector bad operator",

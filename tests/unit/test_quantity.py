@@ -39,7 +39,7 @@ TABLE = [
     ("1G", 10**12, 10**9),
     ("2T", 2 * 10**15, 2 * 10**12),
     ("1P", 10**18, 10**15),
-    ("1E", 10**21, 10**18),
+    ("1E", 2**63 - 1, 10**18),  # the thousandths pass int64: capped, as Quantity caps
     # binary SI suffixes
     ("1Ki", 1024_000, 1024),
     ("1Mi", 2**20 * 1000, 2**20),
@@ -51,7 +51,7 @@ TABLE = [
     ("0.1Ki", 102_400, 103),  # 102.4 bytes round up to 103
     ("1Ti", 2**40 * 1000, 2**40),
     ("1Pi", 2**50 * 1000, 2**50),
-    ("1Ei", 2**60 * 1000, 2**60),
+    ("1Ei", 2**63 - 1, 2**60),
     # decimal exponents
     ("2e3", 2_000_000, 2000),
     ("1E3", 1_000_000, 1000),
@@ -120,6 +120,13 @@ MALFORMED = [
     ("bool false", False),
     ("list", ["1"]),
     ("mapping", {"cpu": "1"}),
+    ("yaml infinity", float("inf")),
+    ("yaml nan", float("nan")),
+    ("exponent far out of range", "1e1000000"),
+    ("exponent beyond any int", "1e99999999999999999999"),
+    ("decimal far out of range", "9" * 40),
+    ("int beyond int64", 2**64),
+    ("over 128 characters", "1" + "0" * 200 + "m"),
 ]
 
 
@@ -136,3 +143,15 @@ def test_malformed_raises_quantity_error(value: object) -> None:
 def test_quantity_error_is_a_value_error() -> None:
     """Callers that catch ValueError (argument parsing, loaders) see it too."""
     assert issubclass(QuantityError, ValueError)
+
+
+def test_tiny_exponents_round_up_without_computing_the_power() -> None:
+    assert milli("1e-1000000") == 1
+    assert units("1e-99999999999999999999") == 1
+    assert milli("0e999999") == 0
+
+
+def test_magnitudes_an_int64_holds_are_exact() -> None:
+    assert units("9223372036854775807") == 2**63 - 1
+    assert milli("1e15") == 10**18
+    assert units("1e25") == 2**63 - 1  # capped, not refused

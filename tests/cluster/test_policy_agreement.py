@@ -1,0 +1,82 @@
+"""The command line's policy verdicts against the real API server's (one policy schema).
+
+Every policy of tests/policy_corpus.py is created on kube-apiserver with crds/ installed, as
+``kubectl create --dry-run=server`` creates it (dry run, strict field validation), and read by
+the command line (`respread plan --policy`, through `respread.cli.read_policy`). The verdicts
+must be equal, except the cases listed in EXCEPTIONS with their reasons; the corpus's recorded
+verdicts (which the unit tests hold the parser to without a cluster) must be the server's too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from operator_fixtures import GROUP, PLURAL, VERSION, crd  # noqa: F401 (a fixture)
+from tests.policy_corpus import API_ACCEPTS, CASES, EXCEPTIONS
+
+from respread.cli import UsageError, read_policy
+
+pytestmark = pytest.mark.cluster
+
+
+def server_accepts(custom: client.CustomObjectsApi, doc: dict[str, Any]) -> tuple[bool, str]:
+    try:
+        custom.create_cluster_custom_object(
+            GROUP, VERSION, PLURAL, doc, dry_run="All", field_validation="Strict"
+        )
+    except ApiException as err:
+        if err.status not in (400, 422):
+            raise
+        try:
+            message = json.loads(err.body).get("message", err.body)
+        except (TypeError, ValueError):
+            message = str(err.body)
+        return False, str(message)[:300]
+    return True, ""
+
+
+def cli_accepts(doc: dict[str, Any], tmp: Path) -> tuple[bool, str]:
+    path = tmp / "policy.json"
+    path.write_text(json.dumps(doc))
+    try:
+        read_policy(str(path))
+    except UsageError as err:
+        return False, str(err)
+    return True, ""
+
+
+def test_the_cli_agrees_with_the_api_server(
+    crd: None,  # noqa: F811
+    api_client: client.ApiClient,
+    tmp_path: Path,
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    disagreements, wrong_records, exceptions_seen = [], [], []
+    for case_id, doc, _ in CASES:
+        server, server_msg = server_accepts(custom, doc)
+        cli, cli_msg = cli_accepts(doc, tmp_path)
+        if server is not API_ACCEPTS[case_id]:
+            wrong_records.append(
+                f"{case_id}: the server {'accepts' if server else 'refuses'} ({server_msg})"
+            )
+        if case_id in EXCEPTIONS:
+            exceptions_seen.append(case_id)
+            assert server is not cli, f"{case_id} is listed as an exception but agrees"
+            continue
+        if server is not cli:
+            disagreements.append(
+                f"{case_id}: server {'accepts' if server else f'refuses ({server_msg})'}, "
+                f"CLI {'accepts' if cli else f'refuses ({cli_msg})'}"
+            )
+    print(
+        f"{len(CASES)} policies, {len(CASES) - len(disagreements) - len(exceptions_seen)} "
+        f"agree, {len(exceptions_seen)} documented exceptions"
+    )
+    assert not disagreements, "\n".join(disagreements)
+    assert not wrong_records, "\n".join(wrong_records)
+    assert sorted(exceptions_seen) == sorted(EXCEPTIONS)
