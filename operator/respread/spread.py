@@ -283,8 +283,10 @@ class SpreadIndex:
         self._matches: dict[tuple[int, int], tuple[LabelSelector, Labels, bool]] = {}
         # namespace -> (label key, value) -> (first-seen position, labels) of pods_by_labels
         self._label_index: dict[str, dict[tuple[str, str], list[tuple[int, Labels]]]] = {}
-        self._profiles: dict[tuple[object, ...], Profile] = {}
-        self._relevant_keys: dict[int, tuple[str, ...]] = {}
+        # Keyed by the identity of interned objects; each entry holds those objects, so no id in
+        # a key can be reused by another object while the entry exists.
+        self._profiles: dict[tuple[object, ...], tuple[Profile, tuple[object, ...]]] = {}
+        self._relevant_keys: dict[int, tuple[tuple[SpreadConstraint, ...], tuple[str, ...]]] = {}
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
@@ -404,17 +406,23 @@ class SpreadIndex:
         if constraints:
             # Labels matter only through the keys the selectors and matchLabelKeys read, so
             # pods differing elsewhere (a StatefulSet's pod-name label) share one profile.
-            keys = self._relevant_keys.get(id(constraints))
-            if keys is None:
-                keys = self._relevant_keys[id(constraints)] = _label_keys_read(constraints)
+            known = self._relevant_keys.get(id(constraints))
+            if known is None:
+                known = self._relevant_keys[id(constraints)] = (
+                    constraints,
+                    _label_keys_read(constraints),
+                )
+            keys = known[1]
             key = (namespace, id(spec), id(constraints), tuple(labels.get(k) for k in keys))
+            anchors: tuple[object, ...] = (spec, constraints)
         else:
             # Default constraints: services and the owner decide the selector.
             owner = pod_for_defaults.owner if pod_for_defaults is not None else None
             key = (namespace, id(labels), id(spec), owner)
+            anchors = (labels, spec)
         hit = self._profiles.get(key)
         if hit is not None:
-            return hit
+            return hit[0]
         whens = [When.DO_NOT_SCHEDULE] + ([When.SCHEDULE_ANYWAY] if self.include_soft else [])
         effective: list[EffectiveConstraint] = []
         for when in whens:
@@ -441,7 +449,7 @@ class SpreadIndex:
             tolerations=spec.tolerations if honors_taints else (),
         )
         profile = self._profile_values.setdefault(profile, profile)
-        self._profiles[key] = profile
+        self._profiles[key] = (profile, anchors)
         return profile
 
     def profile_of(self, pod: Pod) -> Profile:
