@@ -5,17 +5,22 @@ would not place it again, and predicts where its replacement lands: a node where
 constraint of the replacement passes the Filter (with the evicted pod gone), and where node
 affinity, taints, cordons and resources allow it, with the capacity of earlier steps reserved.
 Among those nodes it prefers what the scheduler prefers: the fewest matching pods in the node's
-domains, then the node name. A step is kept only if it reduces the workload's violating pods
-and creates no violation in any other group whose counts it changes.
+domains, then the node name. A step is kept only if it reduces the workload's violating pods,
+and for every group whose counts or pods it changes: a group with no misplaced pod keeps none,
+a violated group does not end with a larger skew unless that skew is within its maxSkew, and
+another workload does not end with more misplaced pods. A workload whose steps stopped is tried
+again once the counts they depend on have changed.
 
 Victim order, per workload profile (most violating profile first):
 
-1. the most crowded domain first: the pod's domain holds the most pods above the global
+1. pods on a node lacking one of the topology keys first (every fix moves them);
+2. pods that break more of the workload's constraints first;
+3. the most crowded domain first: the pod's domain holds the most pods above the global
    minimum (taking from the fullest domain is what makes the number of moves minimal);
-2. lowest priority first;
-3. pods pinned by nodeSelector or required node affinity last;
-4. the node holding the most pods of the workload first;
-5. the youngest pod first; then namespace/name.
+4. lowest priority first;
+5. pods pinned by nodeSelector or required node affinity last;
+6. the node holding the most pods of the workload first;
+7. the youngest pod first; then namespace/name.
 
 Protected pods (safety.py) and pods whose budget refuses any eviction are never chosen; another
 pod is tried instead. Pass 1 plans what this run may do within the policy's caps, cooldown and
@@ -184,7 +189,7 @@ class _Simulation:
         # (and an undone trial move may put the old numbers back).
         self._clock = 0
         self._stamps: dict[int, int] = {}  # id(table copy) or id(members) -> state number
-        self._violators: dict[tuple[int, int | None], tuple[tuple[int, ...], int]] = {}
+        self._violators: dict[int, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
 
     # ---- counts ------------------------------------------------------------------------
 
@@ -234,6 +239,27 @@ class _Simulation:
                 self._stamps.pop(key, None)
             else:
                 self._stamps[key] = stamp
+
+    def refused(self, m: Members) -> bool:
+        """Whether a move of one of the members' pods was refused for another group's sake."""
+        return any(
+            skip.kind is SkipKind.WOULD_VIOLATE
+            for pods in self.positions(m).values()
+            for pod in pods
+            if (skip := self.skipped.get(id(pod))) is not None
+        )
+
+    def forget_refusals(self, m: Members) -> None:
+        """Make the members' pods refused for what the counts were (no room, another group)
+        candidates again."""
+        for pods in self.positions(m).values():
+            for pod in pods:
+                skip = self.skipped.get(id(pod))
+                if skip is not None and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
+                    del self.skipped[id(pod)]
+
+    def stamp(self, m: Members) -> tuple[int, ...]:
+        return self._stamp(m)
 
     def _stamp(self, m: Members) -> tuple[int, ...]:
         stamps = self._stamps
@@ -288,22 +314,31 @@ class _Simulation:
         return check_constraint(m.profile, index, table, self.nodes[node_name], counted)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
+        """The members' misplaced pods: under any wanted constraint, or under one."""
+        total, each = self.tally(m)
+        return total if constraint is None else each.get(constraint, 0)
+
+    def tally(self, m: Members) -> tuple[int, Mapping[int, int]]:
+        """The members' misplaced pods, and per wanted constraint those misplaced under it."""
         stamp = self._stamp(m)
-        hit = self._violators.get((id(m), constraint))
+        hit = self._violators.get(id(m))
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        total = self._count_violators(m, constraint)
-        self._violators[(id(m), constraint)] = (stamp, total)
-        return total
+        found = self._count_violators(m)
+        self._violators[id(m)] = (stamp, found)
+        return found
 
-    def _count_violators(self, m: Members, constraint: int | None) -> int:
+    def _count_violators(self, m: Members) -> tuple[int, Mapping[int, int]]:
         total = 0
-        judge = self.judge(m, constraint)
+        each: dict[int, int] = {}
+        judge = self.judge(m)
         node_labels = self.node_labels
         for node_name, pods in self.positions(m).items():
             if pods and _fails(judge, node_labels[node_name], node_name) is not None:
                 total += len(pods)
-        return total
+                for i in _failing(judge, node_labels[node_name], node_name):
+                    each[i] = each.get(i, 0) + len(pods)
+        return total, each
 
     # ---- choosing ----------------------------------------------------------------------
 
@@ -322,10 +357,14 @@ class _Simulation:
             if not live:
                 continue
             excess = 0
+            keyless = False  # on a node without a key: every fix moves the pod
             for _, key, counts, _, gmin, _, _ in judge:
                 value = labels.get(key)
-                if value is not None:
+                if value is None:
+                    keyless = True
+                else:
                     excess = max(excess, counts.get(value, 0) - gmin)
+            broken = len(_failing(judge, labels, node_name))
             crowd = len(pods)
             for pod in live:
                 found.append(
@@ -333,6 +372,8 @@ class _Simulation:
                         pod,
                         verdict,
                         (
+                            not keyless,
+                            -broken,
                             -excess,
                             pod.priority,
                             pinned(pod),
@@ -487,10 +528,12 @@ class _Simulation:
         affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
         affected[id(m)] = m
         affected[id(owner)] = owner
-        before = {k: self.violators(x) for k, x in affected.items()}
+        before = {k: self.tally(x) for k, x in affected.items()}
+        changing = {tid for tid, _ in counting}
+        skews = self._skews(affected.values(), before, changing)
         distance = self.distance(affected.values()) if measure else 0
         # an undone trial restores the state, and so the stamps of what it touched
-        saved = {k: self._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
+        saved = {k: self._stamps.get(k) for k in (id(owner), *changing)}
 
         self.shift(counting, source, -1)
         target, why = self.landing(owner, pod)
@@ -500,23 +543,63 @@ class _Simulation:
             return Skip(pod, owner.workload, SkipKind.NO_ROOM, why)
         self.shift(counting, target.name, +1)
         self._reposition(owner, pod, source, target.name)
-        after = {k: self.violators(x) for k, x in affected.items()}
-        worse = [affected[k] for k in affected if k != id(m) and after[k] > before[k]]
-        if worse or after[id(m)] >= before[id(m)]:
+        after = {k: self.tally(x) for k, x in affected.items()}
+        harm = self._harm(m, affected, before, after, skews)
+        if harm or after[id(m)][0] >= before[id(m)][0]:
             self._reposition(owner, pod, target.name, source)
             self.shift(counting, target.name, -1)
             self.shift(counting, source, +1)
             self._restore(saved)
-            if worse:
-                return Skip(
-                    pod,
-                    owner.workload,
-                    SkipKind.WOULD_VIOLATE,
-                    f"the move would break the spread of {worse[0].workload}",
-                )
+            if harm:
+                return Skip(pod, owner.workload, SkipKind.WOULD_VIOLATE, harm)
             return None
         gain = distance - self.distance(affected.values()) if measure else 0
         return Trial(m, owner, pod, target, counting, saved, gain, reason)
+
+    def _skews(
+        self,
+        members: Iterable[Members],
+        tallies: Mapping[int, tuple[int, Mapping[int, int]]],
+        changing: set[int],
+    ) -> dict[tuple[int, int], int]:
+        """The skew of each violated group whose counts the move changes, before it."""
+        out = {}
+        for x in members:
+            tables = self.tables_of[id(x)]
+            for i in tallies[id(x)][1]:
+                table = tables[i]
+                if id(table) in changing:
+                    out[(id(x), i)] = table.skew(x.profile.constraints[i].min_domains)
+        return out
+
+    def _harm(
+        self,
+        m: Members,
+        affected: Mapping[int, Members],
+        before: Mapping[int, tuple[int, Mapping[int, int]]],
+        after: Mapping[int, tuple[int, Mapping[int, int]]],
+        skews: Mapping[tuple[int, int], int],
+    ) -> str:
+        """Why the move may not be kept, or "": no group within its maxSkew (no misplaced pod)
+        leaves it, no violated group ends with a larger skew unless within maxSkew, and no
+        other workload ends with more misplaced pods."""
+        for k, x in affected.items():
+            was, now = before[k][1], after[k][1]
+            for i in now:
+                c = x.profile.constraints[i]
+                if not was.get(i):
+                    return f"the move would break the {c.key} spread of {x.workload}"
+                old = skews.get((k, i))
+                if old is not None:
+                    new = self.tables_of[k][i].skew(c.min_domains)
+                    if new > old and new > c.max_skew:
+                        return (
+                            f"the move would raise the {c.key} skew of {x.workload} "
+                            f"from {old} to {new}"
+                        )
+            if k != id(m) and after[k][0] > before[k][0]:
+                return f"the move would break the spread of {x.workload}"
+        return ""
 
     def distance(self, members: Iterable[Members]) -> int:
         """How far these groups are from balance: the sum of their exact minimum moves (the
@@ -671,6 +754,25 @@ def _fails(judge: list[_Rule], labels: Labels, node_name: str) -> tuple[int, boo
     return None
 
 
+def _failing(judge: list[_Rule], labels: Labels, node_name: str) -> list[int]:
+    """Every rule members on this node fail (``_fails`` stops at the first)."""
+    out = []
+    for i, key, counts, node_domain, gmin, small, limit in judge:
+        value = labels.get(key)
+        if value is None:
+            out.append(i)
+            continue
+        match_num = counts.get(value, 0)
+        floor = gmin
+        if node_name in node_domain:
+            match_num -= 1
+            if match_num < floor and not small:
+                floor = match_num
+        if match_num - floor > limit:
+            out.append(i)
+    return out
+
+
 def _eligible(
     sim: _Simulation,
     pod: Pod,
@@ -772,21 +874,36 @@ def _run(
     now: float | None,
     history: Mapping[WorkloadRef, float],
 ) -> list[Move]:
+    """Steps for each member in turn until none helps; a member is tried again once the counts
+    its steps depend on have changed (its own tables or positions, or, when a move was refused
+    for what it would do to another group, any kept move)."""
     moves: list[Move] = []
-    for m in order:
-        while (step := _step(sim, m, within_limits, now, history)) is not None:
-            move, deferral = step
-            if within_limits:
-                sim.commit(move)
-                moves.append(move)
-            else:
-                moves.append(
-                    replace(
-                        move,
-                        state=StepState.DEFERRED,
-                        deferred_by=deferral or "planned after this run's moves take effect",
+    failed: dict[int, tuple[tuple[int, ...], int]] = {}  # id(m) -> its stamp and moves then
+    progress = True
+    while progress:
+        progress = False
+        for m in order:
+            last = failed.get(id(m))
+            if last is not None:
+                stamp, kept = last
+                if stamp == sim.stamp(m) and (kept == len(moves) or not sim.refused(m)):
+                    continue
+                sim.forget_refusals(m)
+            while (step := _step(sim, m, within_limits, now, history)) is not None:
+                progress = True
+                move, deferral = step
+                if within_limits:
+                    sim.commit(move)
+                    moves.append(move)
+                else:
+                    moves.append(
+                        replace(
+                            move,
+                            state=StepState.DEFERRED,
+                            deferred_by=deferral or "planned after this run's moves take effect",
+                        )
                     )
-                )
+            failed[id(m)] = (sim.stamp(m), len(moves))
     return moves
 
 
