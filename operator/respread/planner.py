@@ -42,6 +42,7 @@ from respread.nodesets import NodeSets
 from respread.placement import CapacityLedger
 from respread.policy import RebalancePolicy
 from respread.safety import pinned, protection
+from respread.search import fewest_moves
 from respread.selectors import narrowing
 from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
 
@@ -100,6 +101,8 @@ class Plan:
     skipped: tuple[Skip, ...]
     outcomes: tuple[Outcome, ...]
     budgets_used: Mapping[str, int] = field(default_factory=dict)
+    method: str = "greedy"  # "exact": the fewest evictions, found by exhaustive search
+    method_note: str = ""  # how the plan was found, one line
 
     @property
     def predicted_violations(self) -> int:
@@ -623,6 +626,20 @@ class _Simulation:
         self.shift(trial.counting, pod.node_name, +1)
         self._restore(trial.saved)
 
+    def force(self, owner: Members, pod: Pod, reason: str) -> Move:
+        """Make the move whatever it does to the groups (a move of a sequence found by
+        search, judged as a whole), landing the replacement where predicted."""
+        assert pod.node_name is not None
+        source = pod.node_name
+        counting = self.tables_counting(pod)
+        self.shift(counting, source, -1)
+        target, why = self.landing(owner, pod)
+        assert target is not None, why  # the search landed it in this very state
+        self.shift(counting, target.name, +1)
+        self._reposition(owner, pod, source, target.name)
+        trial = Trial(owner, owner, pod, target, counting, {}, 0, reason)
+        return self.keep(trial)
+
     def keep(self, trial: Trial) -> Move:
         pod, owner, target = trial.pod, trial.owner, trial.target
         assert pod.node_name is not None
@@ -916,22 +933,102 @@ def plan(
 ) -> Plan:
     """The eviction plan for one run. Pure: the caller supplies ``now``, ``history`` (the last
     eviction time per workload, for the cooldown) and ``held`` (workloads the operator holds
-    back this run, with the reason: a replacement not Ready yet, a back-off)."""
+    back this run, with the reason: a replacement not Ready yet, a back-off).
+
+    The greedy planner plans every problem. Where the violated workloads, and the workloads
+    their selectors count, hold at most ``EXACT_MOVABLE`` movable pods, an exhaustive search
+    looks for fewer evictions that leave every group balanced; its plan is used when it is
+    smaller than the greedy one, or balances what the greedy one does not."""
     history = history or {}
+    held = held or {}
+    greedy = _greedy_plan(analysis, policy, now, history, held)
+    if not analysis.violations:
+        return greedy
     sim = _Simulation(analysis, policy)
-    sim.held = held or {}
+    sim.held = held
+    movable = _movable(sim, _violated_order(sim, analysis), now)
+    if movable is None:
+        return replace(
+            greedy,
+            method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
+        )
+    greedy_moves = len(greedy.moves) + len(greedy.deferred)
+    balanced = all(o.fixable for o in greedy.outcomes)
+    limit = greedy_moves - 1 if balanced else len(movable)
+    space = _ExactSpace(sim, movable)
+    found = fewest_moves(space, limit, EXACT_BUDGET)
+    if found.moves is None:
+        if not found.complete:
+            note = f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
+        elif balanced:
+            note = (
+                f"greedy; an exhaustive search over {len(movable)} movable pods found "
+                f"no plan with fewer than {greedy_moves} eviction(s)"
+            )
+        else:
+            note = (
+                f"greedy; an exhaustive search over {len(movable)} movable pods found no plan "
+                f"that balances every group within {limit} eviction(s)"
+            )
+        return replace(greedy, method_note=note)
+    return _sequence_plan(
+        analysis,
+        policy,
+        now=now,
+        history=history,
+        held=held,
+        sequence=[movable[i] for i in found.moves],
+        note=f"exact: the fewest evictions that balance every group ({len(found.moves)}), by "
+        f"exhaustive search over {len(movable)} movable pods",
+    )
+
+
+def _violated_order(sim: _Simulation, analysis: Analysis) -> list[Members]:
     violated = {id(g.members) for g in analysis.violations}
-    order = sorted(
+    return sorted(
         (m for m in analysis.members if id(m) in violated),
         key=lambda m: (-sim.violators(m), m.workload),
     )
+
+
+def _greedy_plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+) -> Plan:
+    sim = _Simulation(analysis, policy)
+    sim.held = held
+    order = _violated_order(sim, analysis)
     planned = _run(sim, order, True, now, history)
     after_run = {
         (id(g.members), g.index): sim.violators(g.members, g.index) for g in analysis.violations
     }
     budgets_used = sim.budgets.used()
     deferred = _run(sim, order, False, now, history)
+    return _finish(
+        analysis,
+        sim,
+        planned=planned,
+        deferred=deferred,
+        after_run=after_run,
+        budgets_used=budgets_used,
+        method="greedy",
+    )
 
+
+def _finish(
+    analysis: Analysis,
+    sim: _Simulation,
+    *,
+    planned: list[Move],
+    deferred: list[Move],
+    after_run: Mapping[tuple[int, int], int],
+    budgets_used: Mapping[str, int],
+    method: str,
+    note: str = "",
+) -> Plan:
     outcomes = []
     skipped_by_members: dict[WorkloadRef, list[Skip]] = defaultdict(list)
     for skip in sim.skipped.values():
@@ -947,7 +1044,201 @@ def plan(
             )
         )
     skipped = sorted(sim.skipped.values(), key=lambda s: (s.pod.namespace, s.pod.name))
-    return Plan(tuple(planned), tuple(deferred), tuple(skipped), tuple(outcomes), budgets_used)
+    return Plan(
+        tuple(planned),
+        tuple(deferred),
+        tuple(skipped),
+        tuple(outcomes),
+        budgets_used,
+        method,
+        note,
+    )
+
+
+# The exhaustive search: at most this many movable pods, and this many simulated moves.
+EXACT_MOVABLE = 14
+EXACT_BUDGET = 20_000
+
+
+def _movable(
+    sim: _Simulation, order: list[Members], now: float | None
+) -> list[tuple[Members, Pod]] | None:
+    """The pods an exhaustive search may move (those of the violated workloads, of the
+    workloads their selectors count and of those whose selectors count them; neither protected
+    nor blocked by a budget), misplaced pods first; None when there are more than
+    ``EXACT_MOVABLE``."""
+    pool: dict[int, Members] = {}
+    for m in order:
+        pool[id(m)] = m
+        for others in sim.counted_others(m).values():  # what m's selectors count
+            for x in others:
+                pool.setdefault(id(x), x)
+        first = next(p for pods in m.by_node.values() for p in pods)
+        for tid, _ in sim.tables_counting(first):  # whose selectors count m's pods
+            for x in sim.users.get(tid, ()):
+                pool.setdefault(id(x), x)
+        if sum(x.count for x in pool.values()) > 4 * EXACT_MOVABLE:
+            return None
+    misplaced: list[tuple[Members, Pod]] = []
+    rest: list[tuple[Members, Pod]] = []
+    for x in sorted(pool.values(), key=lambda x: x.workload):
+        judge = sim.judge(x)
+        for node_name, pods in x.by_node.items():
+            bad = _fails(judge, sim.node_labels[node_name], node_name) is not None
+            for pod in pods:
+                if protection(pod, sim.policy, now):
+                    continue
+                if sim.budgets.check(pod).verdict is BudgetVerdict.BLOCKED:
+                    continue
+                (misplaced if bad else rest).append((x, pod))
+    found = misplaced + rest
+    return found if len(found) <= EXACT_MOVABLE else None
+
+
+class _ExactSpace:
+    """The simulation as a search space (search.Space): moving a pod evicts it and lands its
+    replacement where the planner predicts; the goal is every touched group balanced."""
+
+    def __init__(self, sim: _Simulation, movable: list[tuple[Members, Pod]]) -> None:
+        self.sim = sim
+        self.movable = movable
+        watched: dict[int, Members] = {}
+        for owner, pod in movable:
+            watched[id(owner)] = owner
+            for tid, _ in sim.tables_counting(pod):
+                for x in sim.users.get(tid, ()):
+                    watched.setdefault(id(x), x)
+        self.watched = list(watched.values())
+        self.moved = [False] * len(movable)
+        self.stack: list[tuple[int, str, list[tuple[int, CountTable]], dict[int, int | None]]] = []
+
+    def items(self) -> list[int]:
+        return [i for i, gone in enumerate(self.moved) if not gone]
+
+    def apply(self, item: int) -> bool:
+        sim = self.sim
+        owner, pod = self.movable[item]
+        source = pod.node_name
+        assert source is not None
+        counting = sim.tables_counting(pod)
+        saved = {k: sim._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
+        sim.shift(counting, source, -1)
+        target, _ = sim.landing(owner, pod)
+        if target is None:
+            sim.shift(counting, source, +1)
+            sim._restore(saved)
+            return False
+        sim.shift(counting, target.name, +1)
+        sim._reposition(owner, pod, source, target.name)
+        sim.ledger.reserve(target.name, pod.spec.requests)
+        self.moved[item] = True
+        self.stack.append((item, target.name, counting, saved))
+        return True
+
+    def undo(self) -> None:
+        sim = self.sim
+        item, target, counting, saved = self.stack.pop()
+        owner, pod = self.movable[item]
+        assert pod.node_name is not None
+        sim.ledger.release(target, pod.spec.requests)
+        sim._reposition(owner, pod, target, pod.node_name)
+        sim.shift(counting, target, -1)
+        sim.shift(counting, pod.node_name, +1)
+        sim._restore(saved)
+        self.moved[item] = False
+
+    def done(self) -> bool:
+        return all(self.sim.violators(x) == 0 for x in self.watched)
+
+    def lower_bound(self) -> int | None:
+        """The most moves any one violated constraint needs on its own (at least one)."""
+        sim = self.sim
+        bound = 0
+        for x in self.watched:
+            for i in sim.tally(x)[1]:
+                c = x.profile.constraints[i]
+                table = sim.tables_of[id(x)][i]
+                counts = [table.get(d) for d in table.space.domain_nodes]
+                moves = minimum_moves(counts, c.max_skew, c.min_domains)
+                bound = max(bound, moves or 1)
+        return bound
+
+    def key(self) -> frozenset[tuple[int, str]]:
+        return frozenset((item, target) for item, target, _, _ in self.stack)
+
+
+def _sequence_plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    *,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+    sequence: list[tuple[Members, Pod]],
+    note: str,
+) -> Plan:
+    """A plan that makes these moves in this order: this run's until the first that a cap,
+    cooldown or budget defers, later runs' from there on."""
+    sim = _Simulation(analysis, policy)
+    sim.held = held
+    order = _violated_order(sim, analysis)
+    for m in order:  # the violated workloads' misplaced pods that may not move
+        for pod, _ in sim.candidates(m):
+            _eligible(
+                sim,
+                pod,
+                workload=m.workload,
+                within_limits=False,
+                now=now,
+                history=history,
+                record=True,
+            )
+    planned: list[Move] = []
+    deferred: list[Move] = []
+    after_run: dict[tuple[int, int], int] | None = None
+    budgets_used: Mapping[str, int] = {}
+    for owner, pod in sequence:
+        assert pod.node_name is not None
+        deferral = "" if deferred else sim.deferral(pod, owner.workload, now, history)
+        if (deferred or deferral) and after_run is None:
+            after_run = _violators_now(sim, analysis)
+            budgets_used = sim.budgets.used()
+        failing = _fails(sim.judge(owner), sim.node_labels[pod.node_name], pod.node_name)
+        if failing is not None:
+            reason = sim.verdict(owner, pod.node_name, failing).reason
+        else:
+            reason = "counted by a violated group's spread: moving it lets that group be balanced"
+        move = sim.force(owner, pod, reason)
+        if after_run is None:
+            sim.commit(move)
+            planned.append(move)
+        else:
+            deferred.append(
+                replace(
+                    move,
+                    state=StepState.DEFERRED,
+                    deferred_by=deferral or "planned after this run's moves take effect",
+                )
+            )
+    if after_run is None:
+        after_run = _violators_now(sim, analysis)
+        budgets_used = sim.budgets.used()
+    return _finish(
+        analysis,
+        sim,
+        planned=planned,
+        deferred=deferred,
+        after_run=after_run,
+        budgets_used=budgets_used,
+        method="exact",
+        note=note,
+    )
+
+
+def _violators_now(sim: _Simulation, analysis: Analysis) -> dict[tuple[int, int], int]:
+    return {
+        (id(g.members), g.index): sim.violators(g.members, g.index) for g in analysis.violations
+    }
 
 
 def domains_needed(counts: list[int], max_skew: int, min_domains: int) -> tuple[int, int]:
