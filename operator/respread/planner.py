@@ -944,18 +944,24 @@ def plan(
     greedy = _greedy_plan(analysis, policy, now, history, held)
     if not analysis.violations:
         return greedy
-    sim = _Simulation(analysis, policy)
-    sim.held = held
-    movable = _movable(sim, _violated_order(sim, analysis), now)
-    if movable is None:
+    if sum(g.members.count for g in analysis.violations) > 4 * EXACT_MOVABLE:  # before a copy
         return replace(
             greedy,
             method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
         )
+    sim = _Simulation(analysis, policy)
+    sim.held = held
+    problem = _movable(sim, _violated_order(sim, analysis), now)
+    if problem is None:
+        return replace(
+            greedy,
+            method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
+        )
+    movable, pool = problem
     greedy_moves = len(greedy.moves) + len(greedy.deferred)
     balanced = all(o.fixable for o in greedy.outcomes)
     limit = greedy_moves - 1 if balanced else len(movable)
-    space = _ExactSpace(sim, movable)
+    space = _ExactSpace(sim, movable, pool)
     found = fewest_moves(space, limit, EXACT_BUDGET)
     if found.moves is None:
         if not found.complete:
@@ -1062,21 +1068,23 @@ EXACT_BUDGET = 20_000
 
 def _movable(
     sim: _Simulation, order: list[Members], now: float | None
-) -> list[tuple[Members, Pod]] | None:
-    """The pods an exhaustive search may move (those of the violated workloads, of the
-    workloads their selectors count and of those whose selectors count them; neither protected
-    nor blocked by a budget), misplaced pods first; None when there are more than
-    ``EXACT_MOVABLE``."""
-    pool: dict[int, Members] = {}
-    for m in order:
-        pool[id(m)] = m
-        for others in sim.counted_others(m).values():  # what m's selectors count
-            for x in others:
-                pool.setdefault(id(x), x)
+) -> tuple[list[tuple[Members, Pod]], list[Members]] | None:
+    """The pods an exhaustive search may move, misplaced pods first: those of the violated
+    workloads, of the workloads their selectors count and of those whose selectors count
+    them, and so on; neither protected nor blocked by a budget. None when there are more than
+    ``EXACT_MOVABLE`` (other pods change no count that matters: an evicted pod holds its
+    resources until it is gone)."""
+    pool: dict[int, Members] = {id(m): m for m in order}
+    work = list(order)
+    while work:  # closed under both relations: a move there may touch a group here
+        m = work.pop()
+        related = [x for others in sim.counted_others(m).values() for x in others]
         first = next(p for pods in m.by_node.values() for p in pods)
-        for tid, _ in sim.tables_counting(first):  # whose selectors count m's pods
-            for x in sim.users.get(tid, ()):
-                pool.setdefault(id(x), x)
+        related += [x for tid, _ in sim.tables_counting(first) for x in sim.users.get(tid, ())]
+        for x in related:
+            if id(x) not in pool:
+                pool[id(x)] = x
+                work.append(x)
         if sum(x.count for x in pool.values()) > 4 * EXACT_MOVABLE:
             return None
     misplaced: list[tuple[Members, Pod]] = []
@@ -1092,17 +1100,19 @@ def _movable(
                     continue
                 (misplaced if bad else rest).append((x, pod))
     found = misplaced + rest
-    return found if len(found) <= EXACT_MOVABLE else None
+    return (found, list(pool.values())) if len(found) <= EXACT_MOVABLE else None
 
 
 class _ExactSpace:
     """The simulation as a search space (search.Space): moving a pod evicts it and lands its
     replacement where the planner predicts; the goal is every touched group balanced."""
 
-    def __init__(self, sim: _Simulation, movable: list[tuple[Members, Pod]]) -> None:
+    def __init__(
+        self, sim: _Simulation, movable: list[tuple[Members, Pod]], pool: list[Members]
+    ) -> None:
         self.sim = sim
         self.movable = movable
-        watched: dict[int, Members] = {}
+        watched: dict[int, Members] = {id(x): x for x in pool}
         for owner, pod in movable:
             watched[id(owner)] = owner
             for tid, _ in sim.tables_counting(pod):

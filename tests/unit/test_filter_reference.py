@@ -42,10 +42,11 @@ from respread.spread import SpreadIndex
 KEYS = ("zone", "host", "rack")
 
 
-def reference_filter(
+def reference_counts(
     incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
-) -> dict[str, str]:
-    """Section 5.1, transcribed: every node's PodTopologySpread Filter status."""
+) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
+    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
+    one's count per eligible domain (the incoming pod itself not counted)."""
     cons = []
     for c in incoming.spec.constraints:
         if c.when is not When.DO_NOT_SCHEDULE:
@@ -59,8 +60,6 @@ def reference_filter(
             )
             selector = LabelSelector(selector.requirements + extra)
         cons.append((c, selector))
-    if not cons:
-        return {n.name: "Success" for n in nodes}
 
     def counts_pod(selector: LabelSelector | None, labels: Labels) -> bool:
         if selector is None or not selector.requirements:  # nil, and the `{}` bug (2.4)
@@ -92,6 +91,16 @@ def reference_filter(
                 and p.phase not in (Phase.SUCCEEDED, Phase.FAILED)
                 and counts_pod(selector, p.labels)
             )
+    return cons, counts
+
+
+def reference_filter(
+    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
+) -> dict[str, str]:
+    """Section 5.1, transcribed: every node's PodTopologySpread Filter status."""
+    cons, counts = reference_counts(incoming, nodes, pods)
+    if not cons:
+        return {n.name: "Success" for n in nodes}
     gmin = [
         0 if len(cnt) < (c.min_domains or 1) else min(cnt.values())
         for (c, _), cnt in zip(cons, counts, strict=True)
