@@ -908,6 +908,7 @@ def _run(
                 sim.forget_refusals(m)
             while (step := _step(sim, m, within_limits, now, history)) is not None:
                 progress = True
+                sim.forget_refusals(m)  # the counts its refused pods were judged by changed
                 move, deferral = step
                 if within_limits:
                     sim.commit(move)
