@@ -109,6 +109,17 @@ class Plan:
         return sum(1 for o in self.outcomes if o.violating_after_run)
 
 
+@dataclass(frozen=True, slots=True)
+class _Applied:
+    """An eviction applied to the simulation, with what undoing it needs."""
+
+    owner: Members
+    pod: Pod
+    target: Node
+    counting: list[tuple[int, CountTable]]
+    saved: dict[int, int | None]
+
+
 @dataclass(slots=True)
 class Trial:
     """A simulated eviction, applied, that ``keep`` turns into a Move or ``undo`` takes back."""
@@ -345,7 +356,11 @@ class _Simulation:
 
     # ---- choosing ----------------------------------------------------------------------
 
-    def candidates(self, m: Members) -> list[tuple[Pod, tuple[int, bool]]]:
+    def candidates(
+        self, m: Members, refused_too: bool = False
+    ) -> list[tuple[Pod, tuple[int, bool]]]:
+        """The members' misplaced pods in victim order, less those moved or skipped (but for
+        ``refused_too``, those refused only for what the counts were)."""
         found = []
         judge = self.judge(m)
         node_labels, moved, skipped = self.node_labels, self.moved, self.skipped
@@ -356,7 +371,15 @@ class _Simulation:
             verdict = _fails(judge, labels, node_name)
             if verdict is None:
                 continue
-            live = [p for p in pods if id(p) not in moved and id(p) not in skipped]
+            live = [
+                p
+                for p in pods
+                if id(p) not in moved
+                and (
+                    (skip := skipped.get(id(p))) is None
+                    or (refused_too and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE))
+                )
+            ]
             if not live:
                 continue
             excess = 0
@@ -626,6 +649,63 @@ class _Simulation:
         self.shift(trial.counting, pod.node_name, +1)
         self._restore(trial.saved)
 
+    def apply_move(self, owner: Members, pod: Pod) -> _Applied | None:
+        """Evict the pod and land its replacement where predicted, whatever that does to the
+        groups (None, and nothing changed, when no node would take it); ``undo_move`` takes
+        it back exactly."""
+        source = pod.node_name
+        assert source is not None
+        counting = self.tables_counting(pod)
+        saved = {k: self._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
+        self.shift(counting, source, -1)
+        target, _ = self.landing(owner, pod)
+        if target is None:
+            self.shift(counting, source, +1)
+            self._restore(saved)
+            return None
+        self.shift(counting, target.name, +1)
+        self._reposition(owner, pod, source, target.name)
+        self.ledger.reserve(target.name, pod.spec.requests)
+        return _Applied(owner, pod, target, counting, saved)
+
+    def undo_move(self, applied: _Applied) -> None:
+        owner, pod, target = applied.owner, applied.pod, applied.target.name
+        assert pod.node_name is not None
+        self.ledger.release(target, pod.spec.requests)
+        self._reposition(owner, pod, target, pod.node_name)
+        self.shift(applied.counting, target, -1)
+        self.shift(applied.counting, pod.node_name, +1)
+        self._restore(applied.saved)
+
+    def keep_applied(self, applied: _Applied, reason: str) -> Move:
+        """The Move of an applied eviction (its room is already reserved)."""
+        pod, owner = applied.pod, applied.owner
+        assert pod.node_name is not None
+        self.moved.add(id(pod))
+        self.skipped.pop(id(pod), None)
+        return Move(
+            pod,
+            owner.workload,
+            pod.node_name,
+            applied.target.name,
+            self.domains(owner.profile, pod.node_name),
+            self.domains(owner.profile, applied.target.name),
+            reason,
+        )
+
+    def affected(self, owner: Members, pod: Pod) -> dict[int, Members]:
+        """The members whose counts or positions moving the pod changes."""
+        found = {id(x): x for tid, _ in self.tables_counting(pod) for x in self.users.get(tid, ())}
+        found[id(owner)] = owner
+        return found
+
+    def uncommit(self, move: Move) -> None:
+        self.planned -= 1
+        self.per_node[move.from_node] -= 1
+        self.per_namespace[move.pod.namespace] -= 1
+        self.per_workload[move.workload] -= 1
+        self.budgets.give_back(move.pod)
+
     def force(self, owner: Members, pod: Pod, reason: str) -> Move:
         """Make the move whatever it does to the groups (a move of a sequence found by
         search, judged as a whole), landing the replacement where predicted."""
@@ -884,6 +964,123 @@ def _step(
     return sim.keep(trial), deferral
 
 
+def _compound(
+    sim: _Simulation,
+    m: Members,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> list[tuple[Move, str]]:
+    """Two moves judged as one step, when no single move helps ``m``: one of ``m``'s pods
+    whose move was refused for breaking another workload's spread, then one of that
+    workload's pods that mends it (a fix that needs a second workload to follow). Kept when
+    the pair, as a whole, keeps the step's rule; [] when no pair does."""
+    refused = [
+        pod
+        for pods in sim.positions(m).values()
+        for pod in pods
+        if (skip := sim.skipped.get(id(pod))) is not None and skip.kind is SkipKind.WOULD_VIOLATE
+    ]
+    judge = sim.judge(m)
+    for pod in refused[:FOREIGN_TRIALS]:
+        assert pod.node_name is not None
+        failing = _fails(judge, sim.node_labels[pod.node_name], pod.node_name)
+        ok, deferral = _eligible(
+            sim,
+            pod,
+            workload=m.workload,
+            within_limits=within_limits,
+            now=now,
+            history=history,
+            record=False,
+        )
+        if failing is None or not ok:
+            continue
+        reason = sim.verdict(m, pod.node_name, failing).reason
+        first = sim.apply_move(m, pod)
+        if first is None:
+            continue
+        followers = [
+            (x, follower)
+            for x in sim.affected(m, pod).values()
+            if x is not m and sim.violators(x)
+            for follower, _ in sim.candidates(x, refused_too=True)[:FOREIGN_TRIALS]
+        ]
+        sim.undo_move(first)
+        for x, follower in followers:
+            pair = _pair(
+                sim,
+                m,
+                lead=(pod, reason, deferral),
+                x=x,
+                follower=follower,
+                within_limits=within_limits,
+                now=now,
+                history=history,
+            )
+            if pair:
+                return pair
+    return []
+
+
+def _pair(
+    sim: _Simulation,
+    m: Members,
+    *,
+    lead: tuple[Pod, str, str],
+    x: Members,
+    follower: Pod,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> list[tuple[Move, str]]:
+    pod, reason, deferral = lead
+    ok, follower_deferral = _eligible(
+        sim,
+        follower,
+        workload=x.workload,
+        within_limits=within_limits,
+        now=now,
+        history=history,
+        record=False,
+    )
+    if not ok:
+        return []
+    affected = sim.affected(m, pod) | sim.affected(x, follower)
+    affected[id(m)] = m
+    before = {k: sim.tally(y) for k, y in affected.items()}
+    changing = {tid for tid, _ in sim.tables_counting(pod)} | {
+        tid for tid, _ in sim.tables_counting(follower)
+    }
+    skews = sim._skews(affected.values(), before, changing)
+    first = sim.apply_move(m, pod)
+    if first is None:
+        return []
+    second = sim.apply_move(x, follower)
+    if second is not None:
+        after = {k: sim.tally(y) for k, y in affected.items()}
+        if not sim._harm(m, affected, before, after, skews) and after[id(m)][0] < before[id(m)][0]:
+            lead_move = sim.keep_applied(first, reason)
+            follow_reason = (
+                f"follows {pod.name}: its move would otherwise break the spread of {x.workload}"
+            )
+            follow_move = sim.keep_applied(second, follow_reason)
+            if within_limits:  # both this run, or neither
+                sim.commit(lead_move)
+                follower_deferral = sim.deferral(follower, x.workload, now, history)
+                sim.uncommit(lead_move)
+                if follower_deferral:
+                    sim.moved.discard(id(pod))
+                    sim.moved.discard(id(follower))
+                    sim.undo_move(second)
+                    sim.undo_move(first)
+                    return []
+            return [(lead_move, deferral), (follow_move, follower_deferral)]
+        sim.undo_move(second)
+    sim.undo_move(first)
+    return []
+
+
 def _run(
     sim: _Simulation,
     order: list[Members],
@@ -906,21 +1103,28 @@ def _run(
                 if stamp == sim.stamp(m) and (kept == len(moves) or not sim.refused(m)):
                     continue
                 sim.forget_refusals(m)
-            while (step := _step(sim, m, within_limits, now, history)) is not None:
+            while True:
+                step = _step(sim, m, within_limits, now, history)
+                steps = (
+                    [step] if step is not None else _compound(sim, m, within_limits, now, history)
+                )
+                if not steps:
+                    break
                 progress = True
                 sim.forget_refusals(m)  # the counts its refused pods were judged by changed
-                move, deferral = step
-                if within_limits:
-                    sim.commit(move)
-                    moves.append(move)
-                else:
-                    moves.append(
-                        replace(
-                            move,
-                            state=StepState.DEFERRED,
-                            deferred_by=deferral or "planned after this run's moves take effect",
+                for move, deferral in steps:
+                    if within_limits:
+                        sim.commit(move)
+                        moves.append(move)
+                    else:
+                        moves.append(
+                            replace(
+                                move,
+                                state=StepState.DEFERRED,
+                                deferred_by=deferral
+                                or "planned after this run's moves take effect",
+                            )
                         )
-                    )
             failed[id(m)] = (sim.stamp(m), len(moves))
     return moves
 
@@ -1121,41 +1325,23 @@ class _ExactSpace:
                     watched.setdefault(id(x), x)
         self.watched = list(watched.values())
         self.moved = [False] * len(movable)
-        self.stack: list[tuple[int, str, list[tuple[int, CountTable]], dict[int, int | None]]] = []
+        self.stack: list[tuple[int, _Applied]] = []
 
     def items(self) -> list[int]:
         return [i for i, gone in enumerate(self.moved) if not gone]
 
     def apply(self, item: int) -> bool:
-        sim = self.sim
         owner, pod = self.movable[item]
-        source = pod.node_name
-        assert source is not None
-        counting = sim.tables_counting(pod)
-        saved = {k: sim._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
-        sim.shift(counting, source, -1)
-        target, _ = sim.landing(owner, pod)
-        if target is None:
-            sim.shift(counting, source, +1)
-            sim._restore(saved)
+        applied = self.sim.apply_move(owner, pod)
+        if applied is None:
             return False
-        sim.shift(counting, target.name, +1)
-        sim._reposition(owner, pod, source, target.name)
-        sim.ledger.reserve(target.name, pod.spec.requests)
         self.moved[item] = True
-        self.stack.append((item, target.name, counting, saved))
+        self.stack.append((item, applied))
         return True
 
     def undo(self) -> None:
-        sim = self.sim
-        item, target, counting, saved = self.stack.pop()
-        owner, pod = self.movable[item]
-        assert pod.node_name is not None
-        sim.ledger.release(target, pod.spec.requests)
-        sim._reposition(owner, pod, target, pod.node_name)
-        sim.shift(counting, target, -1)
-        sim.shift(counting, pod.node_name, +1)
-        sim._restore(saved)
+        item, applied = self.stack.pop()
+        self.sim.undo_move(applied)
         self.moved[item] = False
 
     def done(self) -> bool:
@@ -1175,7 +1361,7 @@ class _ExactSpace:
         return bound
 
     def key(self) -> frozenset[tuple[int, str]]:
-        return frozenset((item, target) for item, target, _, _ in self.stack)
+        return frozenset((item, applied.target.name) for item, applied in self.stack)
 
 
 def _sequence_plan(
