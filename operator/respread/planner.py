@@ -1167,7 +1167,8 @@ def plan(
     balanced = all(o.fixable for o in greedy.outcomes)
     limit = greedy_moves - 1 if balanced else len(movable)
     space = _ExactSpace(sim, movable, pool)
-    found = fewest_moves(space, limit, EXACT_BUDGET)
+    budget = min(EXACT_BUDGET, EXACT_WORK // max(1, len(sim.nodes)))
+    found = fewest_moves(space, limit, budget)
     if found.moves is None:
         if not found.complete:
             note = f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
@@ -1266,9 +1267,11 @@ def _finish(
     )
 
 
-# The exhaustive search: at most this many movable pods, and this many simulated moves.
+# The exhaustive search: at most this many movable pods, and this many simulated moves, fewer
+# on large clusters (a predicted landing costs time in proportion to the nodes).
 EXACT_MOVABLE = 14
 EXACT_BUDGET = 20_000
+EXACT_WORK = 2_000_000  # simulated moves times nodes: about a second at most
 
 
 def _movable(
