@@ -186,6 +186,7 @@ class _Simulation:
         self._moved_members: dict[int, dict[str, list[Pod]]] = {}
         self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
         self.skipped: dict[int, Skip] = {}
+        self._refused: dict[int, list[Pod]] = {}  # id(members) -> pods refused for the counts
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
         self.per_workload: Counter[WorkloadRef] = Counter()
@@ -254,23 +255,29 @@ class _Simulation:
             else:
                 self._stamps[key] = stamp
 
-    def refused(self, m: Members) -> bool:
-        """Whether a move of one of the members' pods was refused for another group's sake."""
-        return any(
-            skip.kind is SkipKind.WOULD_VIOLATE
-            for pods in self.positions(m).values()
-            for pod in pods
-            if (skip := self.skipped.get(id(pod))) is not None
-        )
+    def refuse(self, m: Members, pod: Pod, skip: Skip) -> None:
+        """Skip one of the members' pods; refusals for what the counts were (no room, another
+        group) are remembered, to be tried again once the counts change."""
+        self.skipped[id(pod)] = skip
+        if skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
+            self._refused.setdefault(id(m), []).append(pod)
+
+    def refused(self, m: Members) -> list[Pod]:
+        """The members' pods refused for another group's sake, and not tried since."""
+        skipped = self.skipped
+        return [
+            pod
+            for pod in self._refused.get(id(m), ())
+            if (skip := skipped.get(id(pod))) is not None and skip.kind is SkipKind.WOULD_VIOLATE
+        ]
 
     def forget_refusals(self, m: Members) -> None:
-        """Make the members' pods refused for what the counts were (no room, another group)
-        candidates again."""
-        for pods in self.positions(m).values():
-            for pod in pods:
-                skip = self.skipped.get(id(pod))
-                if skip is not None and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
-                    del self.skipped[id(pod)]
+        """Make the members' pods refused for what the counts were candidates again."""
+        skipped = self.skipped
+        for pod in self._refused.pop(id(m), ()):
+            skip = skipped.get(id(pod))
+            if skip is not None and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
+                del skipped[id(pod)]
 
     def stamp(self, m: Members) -> tuple[int, ...]:
         return self._stamp(m)
@@ -347,6 +354,11 @@ class _Simulation:
         each: dict[int, int] = {}
         judge = self.judge(m)
         node_labels = self.node_labels
+        if len(judge) == 1:  # most workloads: one wanted constraint
+            for node_name, pods in self.positions(m).items():
+                if pods and _fails(judge, node_labels[node_name], node_name) is not None:
+                    total += len(pods)
+            return total, ({judge[0][0]: total} if total else {})
         for node_name, pods in self.positions(m).items():
             if pods and _fails(judge, node_labels[node_name], node_name) is not None:
                 total += len(pods)
@@ -390,7 +402,7 @@ class _Simulation:
                     keyless = True
                 else:
                     excess = max(excess, counts.get(value, 0) - gmin)
-            broken = len(_failing(judge, labels, node_name))
+            broken = 1 if len(judge) == 1 else len(_failing(judge, labels, node_name))
             crowd = len(pods)
             for pod in live:
                 found.append(
@@ -932,7 +944,7 @@ def _step(
         if trial is None:
             continue
         if isinstance(trial, Skip):
-            sim.skipped[id(pod)] = trial
+            sim.refuse(m, pod, trial)
             continue
         if not measure:
             return sim.keep(trial), deferral
@@ -975,12 +987,7 @@ def _compound(
     whose move was refused for breaking another workload's spread, then one of that
     workload's pods that mends it (a fix that needs a second workload to follow). Kept when
     the pair, as a whole, keeps the step's rule; [] when no pair does."""
-    refused = [
-        pod
-        for pods in sim.positions(m).values()
-        for pod in pods
-        if (skip := sim.skipped.get(id(pod))) is not None and skip.kind is SkipKind.WOULD_VIOLATE
-    ]
+    refused = sim.refused(m)
     judge = sim.judge(m)
     for pod in refused[:FOREIGN_TRIALS]:
         assert pod.node_name is not None
@@ -1147,9 +1154,10 @@ def plan(
     history = history or {}
     held = held or {}
     greedy = _greedy_plan(analysis, policy, now, history, held)
-    if not analysis.violations:
+    violations = analysis.violations
+    if not violations:
         return greedy
-    if sum(g.members.count for g in analysis.violations) > 4 * EXACT_MOVABLE:  # before a copy
+    if sum(g.members.count for g in violations) > 4 * EXACT_MOVABLE:  # before a copy
         return replace(
             greedy,
             method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
