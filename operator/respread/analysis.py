@@ -237,20 +237,24 @@ def violating_nodes(
     return out
 
 
-def minimum_moves(counts: list[int], max_skew: int, min_domains: int) -> int | None:
+def minimum_moves(
+    counts: list[int], max_skew: int, min_domains: int, arriving: int = 0
+) -> int | None:
     """The fewest pod moves that bring one constraint within maxSkew, if moves alone can.
 
-    Assumes every counted pod may move and every domain has room. Pods leave domains above the
-    final maximum H and fill domains below the final minimum L = H - maxSkew; the cost of a
-    target (L, H) is the larger of the two, minimised over L.
+    Assumes every counted pod may move and every domain has room. ``arriving``: counted pods
+    that must move into some domain whatever happens (they sit on nodes without the key).
+    Pods leave domains above the final maximum H and fill domains below the final minimum
+    L = H - maxSkew, the arriving pods first; the cost of a target (L, H) is the arriving pods
+    plus the larger of the pods leaving and the gaps the arriving pods leave, minimised over L.
     """
-    domains, total = len(counts), sum(counts)
+    domains, total = len(counts), sum(counts) + arriving
     if domains == 0:
         return None
     if domains < min_domains:
         if total > max_skew * domains:
             return None
-        return sum(max(0, c - max_skew) for c in counts)
+        return arriving + sum(max(0, c - max_skew) for c in counts)
     best: int | None = None
     for low in range(total // domains + 1):
         high = low + max_skew
@@ -258,7 +262,7 @@ def minimum_moves(counts: list[int], max_skew: int, min_domains: int) -> int | N
             continue
         out = sum(c - high for c in counts if c > high)
         into = sum(low - c for c in counts if c < low)
-        cost = max(out, into)
+        cost = arriving + max(out, into - arriving)
         best = cost if best is None else min(best, cost)
     return best
 
@@ -289,7 +293,12 @@ def analyze(
                 domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
             if violating:
-                moves = minimum_moves([table.get(d) for d in domains], c.max_skew, c.min_domains)
+                counts = [table.get(d) for d in domains]
+                if index.counts_pod(c.selector, m.labels):
+                    moves = minimum_moves(counts, c.max_skew, c.min_domains, unresolvable)
+                else:  # moving them changes no count
+                    moves = minimum_moves(counts, c.max_skew, c.min_domains)
+                    moves = None if moves is None else moves + unresolvable
             groups.append(
                 Group(
                     members=m,

@@ -94,5 +94,10 @@ class BudgetLedger:
         for b in self.covering(pod):
             self._used[b.key] = self._used.get(b.key, 0) + 1
 
+    def give_back(self, pod: Pod) -> None:
+        """Undo a ``consume`` (a planned eviction taken back)."""
+        for b in self.covering(pod):
+            self._used[b.key] -= 1
+
     def used(self) -> dict[str, int]:
         return dict(self._used)

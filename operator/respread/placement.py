@@ -89,6 +89,11 @@ class CapacityLedger:
         use = self.usage(node)
         self._usage[node] = Usage(use.requested + requests, use.pods + 1)
 
+    def release(self, node: str, requests: Resources) -> None:
+        """Take back a ``reserve`` (a simulated move undone)."""
+        use = self.usage(node)
+        self._usage[node] = Usage(use.requested - requests, use.pods - 1)
+
     def copy(self) -> CapacityLedger:
         clone = CapacityLedger.__new__(CapacityLedger)
         clone._nodes = self._nodes

@@ -5,17 +5,22 @@ would not place it again, and predicts where its replacement lands: a node where
 constraint of the replacement passes the Filter (with the evicted pod gone), and where node
 affinity, taints, cordons and resources allow it, with the capacity of earlier steps reserved.
 Among those nodes it prefers what the scheduler prefers: the fewest matching pods in the node's
-domains, then the node name. A step is kept only if it reduces the workload's violating pods
-and creates no violation in any other group whose counts it changes.
+domains, then the node name. A step is kept only if it reduces the workload's violating pods,
+and for every group whose counts or pods it changes: a group with no misplaced pod keeps none,
+a violated group does not end with a larger skew unless that skew is within its maxSkew, and
+another workload does not end with more misplaced pods. A workload whose steps stopped is tried
+again once the counts they depend on have changed.
 
 Victim order, per workload profile (most violating profile first):
 
-1. the most crowded domain first: the pod's domain holds the most pods above the global
+1. pods on a node lacking one of the topology keys first (every fix moves them);
+2. pods that break more of the workload's constraints first;
+3. the most crowded domain first: the pod's domain holds the most pods above the global
    minimum (taking from the fullest domain is what makes the number of moves minimal);
-2. lowest priority first;
-3. pods pinned by nodeSelector or required node affinity last;
-4. the node holding the most pods of the workload first;
-5. the youngest pod first; then namespace/name.
+4. lowest priority first;
+5. pods pinned by nodeSelector or required node affinity last;
+6. the node holding the most pods of the workload first;
+7. the youngest pod first; then namespace/name.
 
 Protected pods (safety.py) and pods whose budget refuses any eviction are never chosen; another
 pod is tried instead. Pass 1 plans what this run may do within the policy's caps, cooldown and
@@ -37,6 +42,7 @@ from respread.nodesets import NodeSets
 from respread.placement import CapacityLedger
 from respread.policy import RebalancePolicy
 from respread.safety import pinned, protection
+from respread.search import fewest_moves
 from respread.selectors import narrowing
 from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
 
@@ -95,10 +101,23 @@ class Plan:
     skipped: tuple[Skip, ...]
     outcomes: tuple[Outcome, ...]
     budgets_used: Mapping[str, int] = field(default_factory=dict)
+    method: str = "greedy"  # "exact": the fewest evictions, found by exhaustive search
+    method_note: str = ""  # how the plan was found, one line
 
     @property
     def predicted_violations(self) -> int:
         return sum(1 for o in self.outcomes if o.violating_after_run)
+
+
+@dataclass(frozen=True, slots=True)
+class _Applied:
+    """An eviction applied to the simulation, with what undoing it needs."""
+
+    owner: Members
+    pod: Pod
+    target: Node
+    counting: list[tuple[int, CountTable]]
+    saved: dict[int, int | None]
 
 
 @dataclass(slots=True)
@@ -167,6 +186,7 @@ class _Simulation:
         self._moved_members: dict[int, dict[str, list[Pod]]] = {}
         self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
         self.skipped: dict[int, Skip] = {}
+        self._refused: dict[int, list[Pod]] = {}  # id(members) -> pods refused for the counts
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
         self.per_workload: Counter[WorkloadRef] = Counter()
@@ -184,7 +204,7 @@ class _Simulation:
         # (and an undone trial move may put the old numbers back).
         self._clock = 0
         self._stamps: dict[int, int] = {}  # id(table copy) or id(members) -> state number
-        self._violators: dict[tuple[int, int | None], tuple[tuple[int, ...], int]] = {}
+        self._violators: dict[int, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
 
     # ---- counts ------------------------------------------------------------------------
 
@@ -234,6 +254,33 @@ class _Simulation:
                 self._stamps.pop(key, None)
             else:
                 self._stamps[key] = stamp
+
+    def refuse(self, m: Members, pod: Pod, skip: Skip) -> None:
+        """Skip one of the members' pods; refusals for what the counts were (no room, another
+        group) are remembered, to be tried again once the counts change."""
+        self.skipped[id(pod)] = skip
+        if skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
+            self._refused.setdefault(id(m), []).append(pod)
+
+    def refused(self, m: Members) -> list[Pod]:
+        """The members' pods refused for another group's sake, and not tried since."""
+        skipped = self.skipped
+        return [
+            pod
+            for pod in self._refused.get(id(m), ())
+            if (skip := skipped.get(id(pod))) is not None and skip.kind is SkipKind.WOULD_VIOLATE
+        ]
+
+    def forget_refusals(self, m: Members) -> None:
+        """Make the members' pods refused for what the counts were candidates again."""
+        skipped = self.skipped
+        for pod in self._refused.pop(id(m), ()):
+            skip = skipped.get(id(pod))
+            if skip is not None and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE):
+                del skipped[id(pod)]
+
+    def stamp(self, m: Members) -> tuple[int, ...]:
+        return self._stamp(m)
 
     def _stamp(self, m: Members) -> tuple[int, ...]:
         stamps = self._stamps
@@ -288,26 +335,44 @@ class _Simulation:
         return check_constraint(m.profile, index, table, self.nodes[node_name], counted)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
+        """The members' misplaced pods: under any wanted constraint, or under one."""
+        total, each = self.tally(m)
+        return total if constraint is None else each.get(constraint, 0)
+
+    def tally(self, m: Members) -> tuple[int, Mapping[int, int]]:
+        """The members' misplaced pods, and per wanted constraint those misplaced under it."""
         stamp = self._stamp(m)
-        hit = self._violators.get((id(m), constraint))
+        hit = self._violators.get(id(m))
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        total = self._count_violators(m, constraint)
-        self._violators[(id(m), constraint)] = (stamp, total)
-        return total
+        found = self._count_violators(m)
+        self._violators[id(m)] = (stamp, found)
+        return found
 
-    def _count_violators(self, m: Members, constraint: int | None) -> int:
+    def _count_violators(self, m: Members) -> tuple[int, Mapping[int, int]]:
         total = 0
-        judge = self.judge(m, constraint)
+        each: dict[int, int] = {}
+        judge = self.judge(m)
         node_labels = self.node_labels
+        if len(judge) == 1:  # most workloads: one wanted constraint
+            for node_name, pods in self.positions(m).items():
+                if pods and _fails(judge, node_labels[node_name], node_name) is not None:
+                    total += len(pods)
+            return total, ({judge[0][0]: total} if total else {})
         for node_name, pods in self.positions(m).items():
             if pods and _fails(judge, node_labels[node_name], node_name) is not None:
                 total += len(pods)
-        return total
+                for i in _failing(judge, node_labels[node_name], node_name):
+                    each[i] = each.get(i, 0) + len(pods)
+        return total, each
 
     # ---- choosing ----------------------------------------------------------------------
 
-    def candidates(self, m: Members) -> list[tuple[Pod, tuple[int, bool]]]:
+    def candidates(
+        self, m: Members, refused_too: bool = False
+    ) -> list[tuple[Pod, tuple[int, bool]]]:
+        """The members' misplaced pods in victim order, less those moved or skipped (but for
+        ``refused_too``, those refused only for what the counts were)."""
         found = []
         judge = self.judge(m)
         node_labels, moved, skipped = self.node_labels, self.moved, self.skipped
@@ -318,14 +383,26 @@ class _Simulation:
             verdict = _fails(judge, labels, node_name)
             if verdict is None:
                 continue
-            live = [p for p in pods if id(p) not in moved and id(p) not in skipped]
+            live = [
+                p
+                for p in pods
+                if id(p) not in moved
+                and (
+                    (skip := skipped.get(id(p))) is None
+                    or (refused_too and skip.kind in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE))
+                )
+            ]
             if not live:
                 continue
             excess = 0
+            keyless = False  # on a node without a key: every fix moves the pod
             for _, key, counts, _, gmin, _, _ in judge:
                 value = labels.get(key)
-                if value is not None:
+                if value is None:
+                    keyless = True
+                else:
                     excess = max(excess, counts.get(value, 0) - gmin)
+            broken = 1 if len(judge) == 1 else len(_failing(judge, labels, node_name))
             crowd = len(pods)
             for pod in live:
                 found.append(
@@ -333,6 +410,8 @@ class _Simulation:
                         pod,
                         verdict,
                         (
+                            not keyless,
+                            -broken,
                             -excess,
                             pod.priority,
                             pinned(pod),
@@ -487,10 +566,12 @@ class _Simulation:
         affected = {id(x): x for tid, _ in counting for x in self.users.get(tid, ())}
         affected[id(m)] = m
         affected[id(owner)] = owner
-        before = {k: self.violators(x) for k, x in affected.items()}
+        before = {k: self.tally(x) for k, x in affected.items()}
+        changing = {tid for tid, _ in counting}
+        skews = self._skews(affected.values(), before, changing)
         distance = self.distance(affected.values()) if measure else 0
         # an undone trial restores the state, and so the stamps of what it touched
-        saved = {k: self._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
+        saved = {k: self._stamps.get(k) for k in (id(owner), *changing)}
 
         self.shift(counting, source, -1)
         target, why = self.landing(owner, pod)
@@ -500,23 +581,63 @@ class _Simulation:
             return Skip(pod, owner.workload, SkipKind.NO_ROOM, why)
         self.shift(counting, target.name, +1)
         self._reposition(owner, pod, source, target.name)
-        after = {k: self.violators(x) for k, x in affected.items()}
-        worse = [affected[k] for k in affected if k != id(m) and after[k] > before[k]]
-        if worse or after[id(m)] >= before[id(m)]:
+        after = {k: self.tally(x) for k, x in affected.items()}
+        harm = self._harm(m, affected, before, after, skews)
+        if harm or after[id(m)][0] >= before[id(m)][0]:
             self._reposition(owner, pod, target.name, source)
             self.shift(counting, target.name, -1)
             self.shift(counting, source, +1)
             self._restore(saved)
-            if worse:
-                return Skip(
-                    pod,
-                    owner.workload,
-                    SkipKind.WOULD_VIOLATE,
-                    f"the move would break the spread of {worse[0].workload}",
-                )
+            if harm:
+                return Skip(pod, owner.workload, SkipKind.WOULD_VIOLATE, harm)
             return None
         gain = distance - self.distance(affected.values()) if measure else 0
         return Trial(m, owner, pod, target, counting, saved, gain, reason)
+
+    def _skews(
+        self,
+        members: Iterable[Members],
+        tallies: Mapping[int, tuple[int, Mapping[int, int]]],
+        changing: set[int],
+    ) -> dict[tuple[int, int], int]:
+        """The skew of each violated group whose counts the move changes, before it."""
+        out = {}
+        for x in members:
+            tables = self.tables_of[id(x)]
+            for i in tallies[id(x)][1]:
+                table = tables[i]
+                if id(table) in changing:
+                    out[(id(x), i)] = table.skew(x.profile.constraints[i].min_domains)
+        return out
+
+    def _harm(
+        self,
+        m: Members,
+        affected: Mapping[int, Members],
+        before: Mapping[int, tuple[int, Mapping[int, int]]],
+        after: Mapping[int, tuple[int, Mapping[int, int]]],
+        skews: Mapping[tuple[int, int], int],
+    ) -> str:
+        """Why the move may not be kept, or "": no group within its maxSkew (no misplaced pod)
+        leaves it, no violated group ends with a larger skew unless within maxSkew, and no
+        other workload ends with more misplaced pods."""
+        for k, x in affected.items():
+            was, now = before[k][1], after[k][1]
+            for i in now:
+                c = x.profile.constraints[i]
+                if not was.get(i):
+                    return f"the move would break the {c.key} spread of {x.workload}"
+                old = skews.get((k, i))
+                if old is not None:
+                    new = self.tables_of[k][i].skew(c.min_domains)
+                    if new > old and new > c.max_skew:
+                        return (
+                            f"the move would raise the {c.key} skew of {x.workload} "
+                            f"from {old} to {new}"
+                        )
+            if k != id(m) and after[k][0] > before[k][0]:
+                return f"the move would break the spread of {x.workload}"
+        return ""
 
     def distance(self, members: Iterable[Members]) -> int:
         """How far these groups are from balance: the sum of their exact minimum moves (the
@@ -539,6 +660,77 @@ class _Simulation:
         self.shift(trial.counting, target, -1)
         self.shift(trial.counting, pod.node_name, +1)
         self._restore(trial.saved)
+
+    def apply_move(self, owner: Members, pod: Pod) -> _Applied | None:
+        """Evict the pod and land its replacement where predicted, whatever that does to the
+        groups (None, and nothing changed, when no node would take it); ``undo_move`` takes
+        it back exactly."""
+        source = pod.node_name
+        assert source is not None
+        counting = self.tables_counting(pod)
+        saved = {k: self._stamps.get(k) for k in (id(owner), *(tid for tid, _ in counting))}
+        self.shift(counting, source, -1)
+        target, _ = self.landing(owner, pod)
+        if target is None:
+            self.shift(counting, source, +1)
+            self._restore(saved)
+            return None
+        self.shift(counting, target.name, +1)
+        self._reposition(owner, pod, source, target.name)
+        self.ledger.reserve(target.name, pod.spec.requests)
+        return _Applied(owner, pod, target, counting, saved)
+
+    def undo_move(self, applied: _Applied) -> None:
+        owner, pod, target = applied.owner, applied.pod, applied.target.name
+        assert pod.node_name is not None
+        self.ledger.release(target, pod.spec.requests)
+        self._reposition(owner, pod, target, pod.node_name)
+        self.shift(applied.counting, target, -1)
+        self.shift(applied.counting, pod.node_name, +1)
+        self._restore(applied.saved)
+
+    def keep_applied(self, applied: _Applied, reason: str) -> Move:
+        """The Move of an applied eviction (its room is already reserved)."""
+        pod, owner = applied.pod, applied.owner
+        assert pod.node_name is not None
+        self.moved.add(id(pod))
+        self.skipped.pop(id(pod), None)
+        return Move(
+            pod,
+            owner.workload,
+            pod.node_name,
+            applied.target.name,
+            self.domains(owner.profile, pod.node_name),
+            self.domains(owner.profile, applied.target.name),
+            reason,
+        )
+
+    def affected(self, owner: Members, pod: Pod) -> dict[int, Members]:
+        """The members whose counts or positions moving the pod changes."""
+        found = {id(x): x for tid, _ in self.tables_counting(pod) for x in self.users.get(tid, ())}
+        found[id(owner)] = owner
+        return found
+
+    def uncommit(self, move: Move) -> None:
+        self.planned -= 1
+        self.per_node[move.from_node] -= 1
+        self.per_namespace[move.pod.namespace] -= 1
+        self.per_workload[move.workload] -= 1
+        self.budgets.give_back(move.pod)
+
+    def force(self, owner: Members, pod: Pod, reason: str) -> Move:
+        """Make the move whatever it does to the groups (a move of a sequence found by
+        search, judged as a whole), landing the replacement where predicted."""
+        assert pod.node_name is not None
+        source = pod.node_name
+        counting = self.tables_counting(pod)
+        self.shift(counting, source, -1)
+        target, why = self.landing(owner, pod)
+        assert target is not None, why  # the search landed it in this very state
+        self.shift(counting, target.name, +1)
+        self._reposition(owner, pod, source, target.name)
+        trial = Trial(owner, owner, pod, target, counting, {}, 0, reason)
+        return self.keep(trial)
 
     def keep(self, trial: Trial) -> Move:
         pod, owner, target = trial.pod, trial.owner, trial.target
@@ -671,6 +863,25 @@ def _fails(judge: list[_Rule], labels: Labels, node_name: str) -> tuple[int, boo
     return None
 
 
+def _failing(judge: list[_Rule], labels: Labels, node_name: str) -> list[int]:
+    """Every rule members on this node fail (``_fails`` stops at the first)."""
+    out = []
+    for i, key, counts, node_domain, gmin, small, limit in judge:
+        value = labels.get(key)
+        if value is None:
+            out.append(i)
+            continue
+        match_num = counts.get(value, 0)
+        floor = gmin
+        if node_name in node_domain:
+            match_num -= 1
+            if match_num < floor and not small:
+                floor = match_num
+        if match_num - floor > limit:
+            out.append(i)
+    return out
+
+
 def _eligible(
     sim: _Simulation,
     pod: Pod,
@@ -733,7 +944,7 @@ def _step(
         if trial is None:
             continue
         if isinstance(trial, Skip):
-            sim.skipped[id(pod)] = trial
+            sim.refuse(m, pod, trial)
             continue
         if not measure:
             return sim.keep(trial), deferral
@@ -765,6 +976,118 @@ def _step(
     return sim.keep(trial), deferral
 
 
+def _compound(
+    sim: _Simulation,
+    m: Members,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> list[tuple[Move, str]]:
+    """Two moves judged as one step, when no single move helps ``m``: one of ``m``'s pods
+    whose move was refused for breaking another workload's spread, then one of that
+    workload's pods that mends it (a fix that needs a second workload to follow). Kept when
+    the pair, as a whole, keeps the step's rule; [] when no pair does."""
+    refused = sim.refused(m)
+    judge = sim.judge(m)
+    for pod in refused[:FOREIGN_TRIALS]:
+        assert pod.node_name is not None
+        failing = _fails(judge, sim.node_labels[pod.node_name], pod.node_name)
+        ok, deferral = _eligible(
+            sim,
+            pod,
+            workload=m.workload,
+            within_limits=within_limits,
+            now=now,
+            history=history,
+            record=False,
+        )
+        if failing is None or not ok:
+            continue
+        reason = sim.verdict(m, pod.node_name, failing).reason
+        first = sim.apply_move(m, pod)
+        if first is None:
+            continue
+        followers = [
+            (x, follower)
+            for x in sim.affected(m, pod).values()
+            if x is not m and sim.violators(x)
+            for follower, _ in sim.candidates(x, refused_too=True)[:FOREIGN_TRIALS]
+        ]
+        sim.undo_move(first)
+        for x, follower in followers:
+            pair = _pair(
+                sim,
+                m,
+                lead=(pod, reason, deferral),
+                x=x,
+                follower=follower,
+                within_limits=within_limits,
+                now=now,
+                history=history,
+            )
+            if pair:
+                return pair
+    return []
+
+
+def _pair(
+    sim: _Simulation,
+    m: Members,
+    *,
+    lead: tuple[Pod, str, str],
+    x: Members,
+    follower: Pod,
+    within_limits: bool,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+) -> list[tuple[Move, str]]:
+    pod, reason, deferral = lead
+    ok, follower_deferral = _eligible(
+        sim,
+        follower,
+        workload=x.workload,
+        within_limits=within_limits,
+        now=now,
+        history=history,
+        record=False,
+    )
+    if not ok:
+        return []
+    affected = sim.affected(m, pod) | sim.affected(x, follower)
+    affected[id(m)] = m
+    before = {k: sim.tally(y) for k, y in affected.items()}
+    changing = {tid for tid, _ in sim.tables_counting(pod)} | {
+        tid for tid, _ in sim.tables_counting(follower)
+    }
+    skews = sim._skews(affected.values(), before, changing)
+    first = sim.apply_move(m, pod)
+    if first is None:
+        return []
+    second = sim.apply_move(x, follower)
+    if second is not None:
+        after = {k: sim.tally(y) for k, y in affected.items()}
+        if not sim._harm(m, affected, before, after, skews) and after[id(m)][0] < before[id(m)][0]:
+            lead_move = sim.keep_applied(first, reason)
+            follow_reason = (
+                f"follows {pod.name}: its move would otherwise break the spread of {x.workload}"
+            )
+            follow_move = sim.keep_applied(second, follow_reason)
+            if within_limits:  # both this run, or neither
+                sim.commit(lead_move)
+                follower_deferral = sim.deferral(follower, x.workload, now, history)
+                sim.uncommit(lead_move)
+                if follower_deferral:
+                    sim.moved.discard(id(pod))
+                    sim.moved.discard(id(follower))
+                    sim.undo_move(second)
+                    sim.undo_move(first)
+                    return []
+            return [(lead_move, deferral), (follow_move, follower_deferral)]
+        sim.undo_move(second)
+    sim.undo_move(first)
+    return []
+
+
 def _run(
     sim: _Simulation,
     order: list[Members],
@@ -772,21 +1095,44 @@ def _run(
     now: float | None,
     history: Mapping[WorkloadRef, float],
 ) -> list[Move]:
+    """Steps for each member in turn until none helps; a member is tried again once the counts
+    its steps depend on have changed (its own tables or positions, or, when a move was refused
+    for what it would do to another group, any kept move)."""
     moves: list[Move] = []
-    for m in order:
-        while (step := _step(sim, m, within_limits, now, history)) is not None:
-            move, deferral = step
-            if within_limits:
-                sim.commit(move)
-                moves.append(move)
-            else:
-                moves.append(
-                    replace(
-                        move,
-                        state=StepState.DEFERRED,
-                        deferred_by=deferral or "planned after this run's moves take effect",
-                    )
+    failed: dict[int, tuple[tuple[int, ...], int]] = {}  # id(m) -> its stamp and moves then
+    progress = True
+    while progress:
+        progress = False
+        for m in order:
+            last = failed.get(id(m))
+            if last is not None:
+                stamp, kept = last
+                if stamp == sim.stamp(m) and (kept == len(moves) or not sim.refused(m)):
+                    continue
+                sim.forget_refusals(m)
+            while True:
+                step = _step(sim, m, within_limits, now, history)
+                steps = (
+                    [step] if step is not None else _compound(sim, m, within_limits, now, history)
                 )
+                if not steps:
+                    break
+                progress = True
+                sim.forget_refusals(m)  # the counts its refused pods were judged by changed
+                for move, deferral in steps:
+                    if within_limits:
+                        sim.commit(move)
+                        moves.append(move)
+                    else:
+                        moves.append(
+                            replace(
+                                move,
+                                state=StepState.DEFERRED,
+                                deferred_by=deferral
+                                or "planned after this run's moves take effect",
+                            )
+                        )
+            failed[id(m)] = (sim.stamp(m), len(moves))
     return moves
 
 
@@ -799,22 +1145,110 @@ def plan(
 ) -> Plan:
     """The eviction plan for one run. Pure: the caller supplies ``now``, ``history`` (the last
     eviction time per workload, for the cooldown) and ``held`` (workloads the operator holds
-    back this run, with the reason: a replacement not Ready yet, a back-off)."""
+    back this run, with the reason: a replacement not Ready yet, a back-off).
+
+    The greedy planner plans every problem. Where the violated workloads, and the workloads
+    their selectors count, hold at most ``EXACT_MOVABLE`` movable pods, an exhaustive search
+    looks for fewer evictions that leave every group balanced; its plan is used when it is
+    smaller than the greedy one, or balances what the greedy one does not."""
     history = history or {}
+    held = held or {}
+    greedy = _greedy_plan(analysis, policy, now, history, held)
+    violations = analysis.violations
+    if not violations:
+        return greedy
+    if sum(g.members.count for g in violations) > 4 * EXACT_MOVABLE:  # before a copy
+        return replace(
+            greedy,
+            method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
+        )
     sim = _Simulation(analysis, policy)
-    sim.held = held or {}
+    sim.held = held
+    problem = _movable(sim, _violated_order(sim, analysis), now)
+    if problem is None:
+        return replace(
+            greedy,
+            method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
+        )
+    movable, pool = problem
+    greedy_moves = len(greedy.moves) + len(greedy.deferred)
+    balanced = all(o.fixable for o in greedy.outcomes)
+    limit = greedy_moves - 1 if balanced else len(movable)
+    space = _ExactSpace(sim, movable, pool)
+    budget = min(EXACT_BUDGET, EXACT_WORK // max(1, len(sim.nodes)))
+    found = fewest_moves(space, limit, budget)
+    if found.moves is None:
+        if not found.complete:
+            note = f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
+        elif balanced:
+            note = (
+                f"greedy; an exhaustive search over {len(movable)} movable pods found "
+                f"no plan with fewer than {greedy_moves} eviction(s)"
+            )
+        else:
+            note = (
+                f"greedy; an exhaustive search over {len(movable)} movable pods found no plan "
+                f"that balances every group within {limit} eviction(s)"
+            )
+        return replace(greedy, method_note=note)
+    return _sequence_plan(
+        analysis,
+        policy,
+        now=now,
+        history=history,
+        held=held,
+        sequence=[movable[i] for i in found.moves],
+        note=f"exact: the fewest evictions that balance every group ({len(found.moves)}), by "
+        f"exhaustive search over {len(movable)} movable pods",
+    )
+
+
+def _violated_order(sim: _Simulation, analysis: Analysis) -> list[Members]:
     violated = {id(g.members) for g in analysis.violations}
-    order = sorted(
+    return sorted(
         (m for m in analysis.members if id(m) in violated),
         key=lambda m: (-sim.violators(m), m.workload),
     )
+
+
+def _greedy_plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+) -> Plan:
+    sim = _Simulation(analysis, policy)
+    sim.held = held
+    order = _violated_order(sim, analysis)
     planned = _run(sim, order, True, now, history)
     after_run = {
         (id(g.members), g.index): sim.violators(g.members, g.index) for g in analysis.violations
     }
     budgets_used = sim.budgets.used()
     deferred = _run(sim, order, False, now, history)
+    return _finish(
+        analysis,
+        sim,
+        planned=planned,
+        deferred=deferred,
+        after_run=after_run,
+        budgets_used=budgets_used,
+        method="greedy",
+    )
 
+
+def _finish(
+    analysis: Analysis,
+    sim: _Simulation,
+    *,
+    planned: list[Move],
+    deferred: list[Move],
+    after_run: Mapping[tuple[int, int], int],
+    budgets_used: Mapping[str, int],
+    method: str,
+    note: str = "",
+) -> Plan:
     outcomes = []
     skipped_by_members: dict[WorkloadRef, list[Skip]] = defaultdict(list)
     for skip in sim.skipped.values():
@@ -830,7 +1264,189 @@ def plan(
             )
         )
     skipped = sorted(sim.skipped.values(), key=lambda s: (s.pod.namespace, s.pod.name))
-    return Plan(tuple(planned), tuple(deferred), tuple(skipped), tuple(outcomes), budgets_used)
+    return Plan(
+        tuple(planned),
+        tuple(deferred),
+        tuple(skipped),
+        tuple(outcomes),
+        budgets_used,
+        method,
+        note,
+    )
+
+
+# The exhaustive search: at most this many movable pods, and this many simulated moves, fewer
+# on large clusters (a predicted landing costs time in proportion to the nodes).
+EXACT_MOVABLE = 14
+EXACT_BUDGET = 20_000
+EXACT_WORK = 2_000_000  # simulated moves times nodes: about a second at most
+
+
+def _movable(
+    sim: _Simulation, order: list[Members], now: float | None
+) -> tuple[list[tuple[Members, Pod]], list[Members]] | None:
+    """The pods an exhaustive search may move, misplaced pods first: those of the violated
+    workloads, of the workloads their selectors count and of those whose selectors count
+    them, and so on; neither protected nor blocked by a budget. None when there are more than
+    ``EXACT_MOVABLE`` (other pods change no count that matters: an evicted pod holds its
+    resources until it is gone)."""
+    pool: dict[int, Members] = {id(m): m for m in order}
+    work = list(order)
+    while work:  # closed under both relations: a move there may touch a group here
+        m = work.pop()
+        related = [x for others in sim.counted_others(m).values() for x in others]
+        first = next(p for pods in m.by_node.values() for p in pods)
+        related += [x for tid, _ in sim.tables_counting(first) for x in sim.users.get(tid, ())]
+        for x in related:
+            if id(x) not in pool:
+                pool[id(x)] = x
+                work.append(x)
+        if sum(x.count for x in pool.values()) > 4 * EXACT_MOVABLE:
+            return None
+    misplaced: list[tuple[Members, Pod]] = []
+    rest: list[tuple[Members, Pod]] = []
+    for x in sorted(pool.values(), key=lambda x: x.workload):
+        judge = sim.judge(x)
+        for node_name, pods in x.by_node.items():
+            bad = _fails(judge, sim.node_labels[node_name], node_name) is not None
+            for pod in pods:
+                if protection(pod, sim.policy, now):
+                    continue
+                if sim.budgets.check(pod).verdict is BudgetVerdict.BLOCKED:
+                    continue
+                (misplaced if bad else rest).append((x, pod))
+    found = misplaced + rest
+    return (found, list(pool.values())) if len(found) <= EXACT_MOVABLE else None
+
+
+class _ExactSpace:
+    """The simulation as a search space (search.Space): moving a pod evicts it and lands its
+    replacement where the planner predicts; the goal is every touched group balanced."""
+
+    def __init__(
+        self, sim: _Simulation, movable: list[tuple[Members, Pod]], pool: list[Members]
+    ) -> None:
+        self.sim = sim
+        self.movable = movable
+        watched: dict[int, Members] = {id(x): x for x in pool}
+        for owner, pod in movable:
+            watched[id(owner)] = owner
+            for tid, _ in sim.tables_counting(pod):
+                for x in sim.users.get(tid, ()):
+                    watched.setdefault(id(x), x)
+        self.watched = list(watched.values())
+        self.moved = [False] * len(movable)
+        self.stack: list[tuple[int, _Applied]] = []
+
+    def items(self) -> list[int]:
+        return [i for i, gone in enumerate(self.moved) if not gone]
+
+    def apply(self, item: int) -> bool:
+        owner, pod = self.movable[item]
+        applied = self.sim.apply_move(owner, pod)
+        if applied is None:
+            return False
+        self.moved[item] = True
+        self.stack.append((item, applied))
+        return True
+
+    def undo(self) -> None:
+        item, applied = self.stack.pop()
+        self.sim.undo_move(applied)
+        self.moved[item] = False
+
+    def done(self) -> bool:
+        return all(self.sim.violators(x) == 0 for x in self.watched)
+
+    def lower_bound(self) -> int | None:
+        """The most moves any one violated constraint needs on its own (at least one)."""
+        sim = self.sim
+        bound = 0
+        for x in self.watched:
+            for i in sim.tally(x)[1]:
+                c = x.profile.constraints[i]
+                table = sim.tables_of[id(x)][i]
+                counts = [table.get(d) for d in table.space.domain_nodes]
+                moves = minimum_moves(counts, c.max_skew, c.min_domains)
+                bound = max(bound, moves or 1)
+        return bound
+
+    def key(self) -> frozenset[tuple[int, str]]:
+        return frozenset((item, applied.target.name) for item, applied in self.stack)
+
+
+def _sequence_plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    *,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+    sequence: list[tuple[Members, Pod]],
+    note: str,
+) -> Plan:
+    """A plan that makes these moves in this order: this run's until the first that a cap,
+    cooldown or budget defers, later runs' from there on."""
+    sim = _Simulation(analysis, policy)
+    sim.held = held
+    order = _violated_order(sim, analysis)
+    for m in order:  # the violated workloads' misplaced pods that may not move
+        for pod, _ in sim.candidates(m):
+            _eligible(
+                sim,
+                pod,
+                workload=m.workload,
+                within_limits=False,
+                now=now,
+                history=history,
+                record=True,
+            )
+    planned: list[Move] = []
+    deferred: list[Move] = []
+    after_run: dict[tuple[int, int], int] | None = None
+    budgets_used: Mapping[str, int] = {}
+    for owner, pod in sequence:
+        assert pod.node_name is not None
+        deferral = "" if deferred else sim.deferral(pod, owner.workload, now, history)
+        if (deferred or deferral) and after_run is None:
+            after_run = _violators_now(sim, analysis)
+            budgets_used = sim.budgets.used()
+        failing = _fails(sim.judge(owner), sim.node_labels[pod.node_name], pod.node_name)
+        if failing is not None:
+            reason = sim.verdict(owner, pod.node_name, failing).reason
+        else:
+            reason = "counted by a violated group's spread: moving it lets that group be balanced"
+        move = sim.force(owner, pod, reason)
+        if after_run is None:
+            sim.commit(move)
+            planned.append(move)
+        else:
+            deferred.append(
+                replace(
+                    move,
+                    state=StepState.DEFERRED,
+                    deferred_by=deferral or "planned after this run's moves take effect",
+                )
+            )
+    if after_run is None:
+        after_run = _violators_now(sim, analysis)
+        budgets_used = sim.budgets.used()
+    return _finish(
+        analysis,
+        sim,
+        planned=planned,
+        deferred=deferred,
+        after_run=after_run,
+        budgets_used=budgets_used,
+        method="exact",
+        note=note,
+    )
+
+
+def _violators_now(sim: _Simulation, analysis: Analysis) -> dict[tuple[int, int], int]:
+    return {
+        (id(g.members), g.index): sim.violators(g.members, g.index) for g in analysis.violations
+    }
 
 
 def domains_needed(counts: list[int], max_skew: int, min_domains: int) -> tuple[int, int]:

@@ -48,6 +48,7 @@ def violation_entry(
         "domains": domains,
         "pods": g.members.count,
         "violatingPods": g.violating,
+        "podsOnNodesWithoutKey": g.unresolvable,
         "minimumMoves": g.minimum_moves,
         "fixable": outcome.fixable,
         "violatingPodsAfterRun": outcome.violating_after_run,
@@ -220,6 +221,7 @@ def build_report(
             "blocked": blocked,
             "skipped": len(plan.skipped),
         },
+        "planner": {"method": plan.method, "message": plan.method_note},
         "violations": [
             violation_entry(o, analysis, previous) | remedy_fields(o, policy) for o in outcomes
         ],
@@ -268,10 +270,13 @@ def render_text(report: Mapping[str, Any]) -> str:
     for v in report["violations"]:
         out.append("")
         state = "fixable" if v["fixable"] else "NOT FIXABLE"
+        relation = ">" if v["skew"] > v["maxSkew"] else "<="
+        keyless = v.get("podsOnNodesWithoutKey", 0)
+        where = f", {keyless} on nodes without the key" if keyless else ""
         out.append(
             f"{v['namespace']}/{v['workload']['name']} ({v['workload']['kind']})  "
-            f"{v['topologyKey']}  skew {v['skew']} > maxSkew {v['maxSkew']}  "
-            f"[{v['violatingPods']} of {v['pods']} pods misplaced, {state}]"
+            f"{v['topologyKey']}  skew {v['skew']} {relation} maxSkew {v['maxSkew']}  "
+            f"[{v['violatingPods']} of {v['pods']} pods misplaced{where}, {state}]"
         )
         gmin = v["globalMinimum"]
         rows = [["DOMAIN", "PODS", ""]]
@@ -311,6 +316,9 @@ def render_text(report: Mapping[str, Any]) -> str:
         out.extend(_table(rows))
     else:
         out.append("No eviction planned for this run.")
+    planner = report.get("planner", {})
+    if planner.get("message"):
+        out.append(f"Planned by {planner['message']}.")
     if report["deferred"]:
         reasons = Counter(d["deferredBy"] for d in report["deferred"])
         detail = "; ".join(f"{n} by {r}" for r, n in reasons.most_common(3))

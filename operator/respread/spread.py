@@ -139,26 +139,51 @@ class DomainSpace:
 
 
 class CountTable:
-    """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0."""
+    """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0.
 
-    __slots__ = ("_min", "_size", "counts", "space")
+    The minimum and the maximum are cached; the maximum is kept across single-pod moves (a
+    decrement of the only fullest domain lowers it by exactly one), because the planner asks
+    for it around every simulated move of large hostname tables.
+    """
+
+    __slots__ = ("_at_max", "_max", "_min", "_size", "counts", "space")
 
     def __init__(self, space: DomainSpace, counts: dict[str, int]) -> None:
         self.space = space
         self.counts = counts
         self._min: int | None = None
+        self._max: int | None = None
+        self._at_max: int | None = None  # how many domains hold the maximum, when known
         self._size = space.size
 
     def get(self, domain: str) -> int:
         return self.counts.get(domain, 0)
 
     def add(self, domain: str, delta: int) -> None:
-        value = self.counts.get(domain, 0) + delta
+        old = self.counts.get(domain, 0)
+        value = old + delta
         if value:
             self.counts[domain] = value
         else:
             self.counts.pop(domain, None)
         self._min = None
+        top = self._max
+        if top is None:
+            return
+        if value > top:
+            self._max, self._at_max = value, 1
+        elif value == top:
+            if self._at_max is not None:
+                self._at_max += 1
+        elif old == top:
+            if self._at_max is None:
+                self._max = None
+            elif self._at_max > 1:
+                self._at_max -= 1
+            elif value == top - 1:
+                self._max, self._at_max = value, None
+            else:
+                self._max = None
 
     def raw_min(self) -> int:
         """The minimum over every eligible domain, zeros included (0 when there are none)."""
@@ -182,7 +207,18 @@ class CountTable:
         return min(current, self.counts.get(without, 0) - 1)
 
     def max_count(self) -> int:
-        return max(self.counts.values(), default=0)
+        if self._max is None:
+            counts = self.counts
+            top = max(counts.values(), default=0)
+            self._max = top
+            self._at_max = sum(1 for n in counts.values() if n == top) if top else None
+        return self._max
+
+    def skew(self, min_domains: int) -> int:
+        """``max(count) - globalMin`` over the eligible domains (0 when there are none)."""
+        if not self._size:
+            return 0
+        return self.max_count() - self.global_min(min_domains)
 
     def copy(self) -> CountTable:
         return CountTable(self.space, dict(self.counts))
@@ -283,8 +319,10 @@ class SpreadIndex:
         self._matches: dict[tuple[int, int], tuple[LabelSelector, Labels, bool]] = {}
         # namespace -> (label key, value) -> (first-seen position, labels) of pods_by_labels
         self._label_index: dict[str, dict[tuple[str, str], list[tuple[int, Labels]]]] = {}
-        self._profiles: dict[tuple[object, ...], Profile] = {}
-        self._relevant_keys: dict[int, tuple[str, ...]] = {}
+        # Keyed by the identity of interned objects; each entry holds those objects, so no id in
+        # a key can be reused by another object while the entry exists.
+        self._profiles: dict[tuple[object, ...], tuple[Profile, tuple[object, ...]]] = {}
+        self._relevant_keys: dict[int, tuple[tuple[SpreadConstraint, ...], tuple[str, ...]]] = {}
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
@@ -404,17 +442,23 @@ class SpreadIndex:
         if constraints:
             # Labels matter only through the keys the selectors and matchLabelKeys read, so
             # pods differing elsewhere (a StatefulSet's pod-name label) share one profile.
-            keys = self._relevant_keys.get(id(constraints))
-            if keys is None:
-                keys = self._relevant_keys[id(constraints)] = _label_keys_read(constraints)
+            known = self._relevant_keys.get(id(constraints))
+            if known is None:
+                known = self._relevant_keys[id(constraints)] = (
+                    constraints,
+                    _label_keys_read(constraints),
+                )
+            keys = known[1]
             key = (namespace, id(spec), id(constraints), tuple(labels.get(k) for k in keys))
+            anchors: tuple[object, ...] = (spec, constraints)
         else:
             # Default constraints: services and the owner decide the selector.
             owner = pod_for_defaults.owner if pod_for_defaults is not None else None
             key = (namespace, id(labels), id(spec), owner)
+            anchors = (labels, spec)
         hit = self._profiles.get(key)
         if hit is not None:
-            return hit
+            return hit[0]
         whens = [When.DO_NOT_SCHEDULE] + ([When.SCHEDULE_ANYWAY] if self.include_soft else [])
         effective: list[EffectiveConstraint] = []
         for when in whens:
@@ -441,7 +485,7 @@ class SpreadIndex:
             tolerations=spec.tolerations if honors_taints else (),
         )
         profile = self._profile_values.setdefault(profile, profile)
-        self._profiles[key] = profile
+        self._profiles[key] = (profile, anchors)
         return profile
 
     def profile_of(self, pod: Pod) -> Profile:

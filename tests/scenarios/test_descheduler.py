@@ -90,7 +90,30 @@ def test_plan_against_the_descheduler(scenario: Path) -> None:
     assert result.predicted_violations == len(still)
 
 
+FOUND = sorted(
+    p
+    for p in (Path(__file__).parent / "found" / "descheduler").iterdir()
+    if (p / "cluster.yaml").is_file()
+)
+
+
+@pytest.mark.parametrize("scenario", FOUND, ids=[p.name for p in FOUND])
+def test_found_counterexamples_stay_fixed(scenario: Path) -> None:
+    """Each counterexample the descheduler oracle saved, replayed without Go: the
+    descheduler's plan balanced the cluster with ``expectedEvictions``; respread balances it
+    with no more."""
+    expect = yaml.safe_load((scenario / "expect.yaml").read_text())
+    loaded = load_texts([(str(scenario), (scenario / "cluster.yaml").read_text())])
+    policy = policy_for(expect["args"])
+    result = plan(analyze(loaded.state, policy), policy)
+    assert all(o.fixable for o in result.outcomes)
+    assert len(result.moves) + len(result.deferred) <= expect["expectedEvictions"]
+    after = analyze(apply_moves(loaded.state, result.moves + result.deferred), policy)
+    assert after.violations == ()
+
+
 def test_every_descheduler_scenario_is_collected() -> None:
+    assert FOUND
     assert len(SCENARIOS) >= 20
 
 

@@ -1,4 +1,6 @@
-"""Every scheduler-filter scenario: `explain` must give kube-scheduler's Filter verdicts exactly."""
+"""Every scheduler-filter scenario, and every disagreement the scheduler oracle found and saved
+(tests/scenarios/found/): `explain` must give kube-scheduler's Filter verdicts exactly. The
+saved answers are replayed here without Go."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from respread.snapshot import load_texts
 from .conftest import scenario_dirs
 
 SCENARIOS = scenario_dirs("scheduler-filter")
+FOUND = sorted(
+    p for p in (Path(__file__).parent / "found").iterdir() if (p / "cluster.yaml").is_file()
+)
 
 
 def incoming_pod_key(text: str) -> tuple[str, str]:
@@ -27,7 +32,11 @@ def incoming_pod_key(text: str) -> tuple[str, str]:
     raise AssertionError("scenario has no pod annotated scenario/incoming")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
+@pytest.mark.parametrize(
+    "scenario",
+    [*SCENARIOS, *FOUND],
+    ids=[*(p.name for p in SCENARIOS), *(f"found/{p.name}" for p in FOUND)],
+)
 def test_explain_matches_the_scheduler_filter(scenario: Path) -> None:
     text = (scenario / "cluster.yaml").read_text()
     expect = yaml.safe_load((scenario / "expect.yaml").read_text())
@@ -48,3 +57,4 @@ def test_explain_matches_the_scheduler_filter(scenario: Path) -> None:
 
 def test_every_scheduler_scenario_is_collected() -> None:
     assert len(SCENARIOS) >= 36
+    assert FOUND, "the saved oracle disagreements are replayed too"

@@ -15,6 +15,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from respread.analysis import analyze
 from respread.explain import explain_pod
 from respread.model import (
     ClusterState,
@@ -36,16 +37,18 @@ from respread.model import (
     Toleration,
     When,
 )
+from respread.policy import DEFAULT_POLICY
 from respread.selectors import affinity_matches, selector_matches, untolerated_taint
 from respread.spread import SpreadIndex
 
 KEYS = ("zone", "host", "rack")
 
 
-def reference_filter(
+def reference_counts(
     incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
-) -> dict[str, str]:
-    """Section 5.1, transcribed: every node's PodTopologySpread Filter status."""
+) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
+    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
+    one's count per eligible domain (the incoming pod itself not counted)."""
     cons = []
     for c in incoming.spec.constraints:
         if c.when is not When.DO_NOT_SCHEDULE:
@@ -59,8 +62,6 @@ def reference_filter(
             )
             selector = LabelSelector(selector.requirements + extra)
         cons.append((c, selector))
-    if not cons:
-        return {n.name: "Success" for n in nodes}
 
     def counts_pod(selector: LabelSelector | None, labels: Labels) -> bool:
         if selector is None or not selector.requirements:  # nil, and the `{}` bug (2.4)
@@ -92,6 +93,16 @@ def reference_filter(
                 and p.phase not in (Phase.SUCCEEDED, Phase.FAILED)
                 and counts_pod(selector, p.labels)
             )
+    return cons, counts
+
+
+def reference_filter(
+    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
+) -> dict[str, str]:
+    """Section 5.1, transcribed: every node's PodTopologySpread Filter status."""
+    cons, counts = reference_counts(incoming, nodes, pods)
+    if not cons:
+        return {n.name: "Success" for n in nodes}
     gmin = [
         0 if len(cnt) < (c.min_domains or 1) else min(cnt.values())
         for (c, _), cnt in zip(cons, counts, strict=True)
@@ -223,3 +234,38 @@ def test_constraints_carried_by_the_owner_are_judged_alike(state: ClusterState) 
         replace(bare, spec=carrier.spec), state.nodes, tuple(p for p in pods if p is not bare)
     )
     assert {k: v.value for k, v in sibling_view.items()} == expected
+
+
+def reference_failing(pod: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]) -> list[int]:
+    """The hard constraints (indexes among them, in spec order) a bound pod breaks where it
+    is, each judged alone (taken out of the counts, as if being placed again)."""
+    others = tuple(p for p in pods if p is not pod)
+    cons, counts = reference_counts(pod, nodes, others)
+    node = next(n for n in nodes if n.name == pod.node_name)
+    out = []
+    for i, ((c, selector), cnt) in enumerate(zip(cons, counts, strict=True)):
+        gmin = 0 if len(cnt) < (c.min_domains or 1) else min(cnt.values())
+        if c.topology_key not in node.labels:
+            out.append(i)
+            continue
+        self_match = 1 if selector is not None and selector_matches(selector, pod.labels) else 0
+        if cnt.get(node.labels[c.topology_key], 0) + self_match - gmin > c.max_skew:
+            out.append(i)
+    return out
+
+
+@given(states())
+def test_the_analysis_counts_the_misplaced_pods_the_reference_finds(state: ClusterState) -> None:
+    """The analysis's own (inlined) Filter rule, group by group: each group's misplaced pods
+    are the member pods that break that constraint by the reference."""
+    names = {n.name for n in state.nodes}
+    for g in analyze(state, DEFAULT_POLICY).groups:
+        members = [p for pods in g.members.by_node.values() for p in pods]
+        if any(not p.spec.constraints for p in members):
+            continue  # judged by its owner's constraints: test_constraints_carried_by_...
+        expected = sum(
+            1
+            for p in members
+            if p.node_name in names and g.index in reference_failing(p, state.nodes, state.pods)
+        )
+        assert g.violating == expected

@@ -269,3 +269,18 @@ def test_one_constraint_with_room_is_fixed_in_the_fewest_moves(state: ClusterSta
         assert group.minimum_moves is not None
         assert len(result.moves) == group.minimum_moves
         assert all(o.fixable for o in result.outcomes)
+
+
+@given(clusters(), policies())
+def test_no_violated_group_ends_with_a_larger_skew_beyond_max_skew(
+    state: ClusterState, policy: RebalancePolicy
+) -> None:
+    """Whichever planner ran (these clusters often hold too many pods for the exhaustive
+    search), a violated group never ends further out of maxSkew than it started."""
+    result = plan(analyze(state, policy), policy)
+    before = {(g.workload, g.constraint.key): g for g in analyze(state, policy).groups}
+    replayed = apply_moves(state, result.moves + result.deferred)
+    for g in analyze(replayed, policy).groups:
+        old = before.get((g.workload, g.constraint.key))
+        if old is not None and g.violating:
+            assert g.skew <= max(old.skew, g.constraint.max_skew), (g.workload, g.constraint.key)

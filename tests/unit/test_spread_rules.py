@@ -980,3 +980,35 @@ def test_explain_judges_a_bound_pod_by_its_own_constraints() -> None:
     ex = explain_pod(SpreadIndex(cluster), me)
     assert [c.max_skew for c in ex.constraints] == [1]
     assert statuses(ex) == {"n1": NO, "n2": OK}
+
+
+def test_profile_for_with_short_lived_specs_and_constraints() -> None:
+    """The profile cache is keyed by identity: objects freed between calls must not hand a
+    later, different spec the profile of an earlier one whose id was reused."""
+    index = SpreadIndex(state([node("n1", zone="z1")]))
+    labels = Labels(APP_WEB)
+    for i in range(2000):
+        skew = 1 + i % 5
+        constraints = (hard("zone", WEB, max_skew=skew),)
+        profile = index.profile_for(
+            "default", labels, PodSpec(constraints=constraints), constraints
+        )
+        assert profile.constraints[0].max_skew == skew
+        del constraints, profile
+
+
+def test_profile_for_defaults_with_short_lived_labels() -> None:
+    index = SpreadIndex(
+        state(
+            [node("n1", zone="z1")],
+            services=[service("a", {"app": "a"}), service("b", {"app": "b"})],
+        ),
+        default_constraints=(hard("zone", None),),
+    )
+    for i in range(2000):
+        app = "a" if i % 2 else "b"
+        p = pod(f"p{i}", "n1", {"app": app})
+        profile = index.profile_for("default", p.labels, p.spec, (), p)
+        (c,) = profile.constraints
+        assert c.selector is not None and c.selector.requirements[0].values == (app,)
+        del p, profile
