@@ -285,6 +285,9 @@ def run_sizes(sizes: list[tuple[int, int]], args: argparse.Namespace) -> list[Ro
             row.populate_s = time.monotonic() - t0
             time.sleep(3)
             measure(cp, row, args, policy=f"{POLICY}-{i}")
+            client.CustomObjectsApi(api).delete_cluster_custom_object(
+                "respread.io", "v1alpha1", "rebalancepolicies", f"{POLICY}-{i}"
+            )
             rows.append(row)
             print(table([row]).splitlines()[-1], flush=True)
     finally:
