@@ -14,6 +14,7 @@ same way: depth, ``NaN``/``Infinity`` refused, integers of more than a few hundr
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -100,11 +101,26 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def _stack_depth() -> int:
+    frame: Any = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 def _json_document(text: str, limits: Limits) -> Any:
+    # The C decoder recurses once per level, checked against the recursion limit: a caller that
+    # raised the limit (a test runner, an embedding program) would let deep input overflow the
+    # C stack. Bound it here, just past the depth respread accepts, and restore it after.
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(previous, _stack_depth() + limits.max_depth + 50))
     try:
         doc = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int)
     except RecursionError:
         raise InputError(f"nested deeper than {limits.max_depth} levels") from None
+    finally:
+        sys.setrecursionlimit(previous)
     _check_depth(doc, limits.max_depth)
     return doc
 
