@@ -276,3 +276,20 @@ def test_problems_stay_on_one_line() -> None:
     assert "\n" not in str(problem)
     assert "\r" not in str(problem)
     assert "a\\nb" in str(problem)
+
+
+def test_deep_json_is_refused_even_where_the_caller_raised_the_recursion_limit() -> None:
+    """Found by the fuzz suite: under hypothesis (which raises the limit) JSON nested 200,000
+    deep overflowed the C stack in json.loads (a segfault); the depth is bounded by respread."""
+    import sys
+
+    from respread.documents import InputError, documents_from_text
+
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    try:
+        with pytest.raises(InputError, match="nested deeper"):
+            list(documents_from_text("[" * 200_000 + "]" * 200_000, "deep.json"))
+        assert sys.getrecursionlimit() == 1_000_000  # given back as it was
+    finally:
+        sys.setrecursionlimit(previous)
