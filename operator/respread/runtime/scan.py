@@ -215,6 +215,30 @@ async def write_costs(
     return writes
 
 
+async def _tell_policy(
+    api: client.ApiClient,
+    policy: RebalancePolicy,
+    uid: str | None,
+    reason: str,
+    *,
+    warning: bool,
+    message: str,
+) -> None:
+    """An Event about the policy (best effort, as post_event is)."""
+    await asyncio.to_thread(
+        post_event,
+        api,
+        kind="RebalancePolicy",
+        name=policy.name,
+        namespace=None,
+        uid=uid,
+        api_version="respread.io/v1alpha1",
+        reason=reason,
+        warning=warning,
+        message=message,
+    )
+
+
 def _scan_failing(status: Mapping[str, Any] | None) -> bool:
     for condition in (status or {}).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
@@ -286,15 +310,11 @@ async def run_scan(
         changed = changes(computed.report, computed.known)
         for reason, warning, message in change_events(changed):
             _check(acting)
-            await asyncio.to_thread(
-                post_event,
+            await _tell_policy(
                 api,
-                kind="RebalancePolicy",
-                name=policy.name,
-                namespace=None,
-                uid=policy_uid,
-                api_version="respread.io/v1alpha1",
-                reason=reason,
+                policy,
+                policy_uid,
+                reason,
                 warning=warning,
                 message=message,
             )
@@ -302,15 +322,11 @@ async def run_scan(
         if failed_evictions:
             _check(acting)
             first = failed_evictions[0]
-            await asyncio.to_thread(
-                post_event,
+            await _tell_policy(
                 api,
-                kind="RebalancePolicy",
-                name=policy.name,
-                namespace=None,
-                uid=policy_uid,
-                api_version="respread.io/v1alpha1",
-                reason="EvictionFailed",
+                policy,
+                policy_uid,
+                "EvictionFailed",
                 warning=True,
                 message=f"{len(failed_evictions)} eviction(s) failed; first "
                 f"{first.namespace}/{first.pod}: {first.reason}",
@@ -359,15 +375,11 @@ async def run_scan(
             was_failing = _scan_failing(memory.previous_status)
             await asyncio.to_thread(patch_status, api, policy.name, status)
             if not was_failing:  # an Event when scans start failing, not for every failure
-                await asyncio.to_thread(
-                    post_event,
+                await _tell_policy(
                     api,
-                    kind="RebalancePolicy",
-                    name=policy.name,
-                    namespace=None,
-                    uid=policy_uid,
-                    api_version="respread.io/v1alpha1",
-                    reason="ScanFailed",
+                    policy,
+                    policy_uid,
+                    "ScanFailed",
                     warning=True,
                     message=f"{type(err).__name__}: {err}",
                 )
