@@ -92,8 +92,7 @@ class Reflector:
                 attempt = 0
             except GoneError as err:
                 log.info("%s: the watch expired (%s); listing again", self.kind, err)
-                self.version = None
-                self.cache.begin_listing(self.kind)
+                self.version = None  # the next turn lists, unsyncing the kind first
             except Exception as err:  # the API server away, refusing, or a broken stream
                 self.failures += 1
                 self.cache.set_synced(self.kind, False, error=f"{type(err).__name__}: {err}")
