@@ -433,16 +433,22 @@ def _blocked(plan: Plan, outcomes: Sequence[Any], workload: WorkloadRef, evict: 
     return any(not o.fixable for o in outcomes)
 
 
+def operations(analysis: Analysis, policy: str, now: float) -> tuple[InFlight, ...]:
+    """The surges of this policy in flight (their Deployments' annotations), each with its next
+    action."""
+    return tuple(
+        InFlight(ref, dep, op, advance(op, dep, analysis, ref, now))
+        for ref, dep in sorted(deployments(analysis).items())
+        if (op := operation_of(dep)) is not None and op.policy == policy
+    )
+
+
 def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: float) -> SurgeReport:
     """Per violated Deployment: a surge plan or the reason there is none; and every operation
     in flight (of any policy: only this policy's are advanced), with its next action."""
     settings = policy.remediation.surge
     deps = deployments(analysis)
-    in_flight = tuple(
-        InFlight(ref, dep, op, advance(op, dep, analysis, ref, now))
-        for ref, dep in sorted(deps.items())
-        if (op := operation_of(dep)) is not None and op.policy == policy.name
-    )
+    in_flight = operations(analysis, policy.name, now)
     flying = {f.workload for f in in_flight}
     if not settings.enabled:
         return SurgeReport(False, in_flight=in_flight)
