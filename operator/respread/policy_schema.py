@@ -1259,6 +1259,7 @@ SCHEMA: dict[str, Any] = {
                                     "Marking",
                                     "Draining",
                                     "RollingBack",
+                                    "RolledBack",
                                 ],
                                 "type": "string",
                             },

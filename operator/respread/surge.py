@@ -55,6 +55,7 @@ class Phase(StrEnum):
     MARKING = "Marking"  # victims chosen (recorded), their costs being written
     DRAINING = "Draining"  # replicas back to n; waiting for the controller to delete the victims
     ROLLING_BACK = "RollingBack"  # the new pods were not Ready in time: back to n
+    ROLLED_BACK = "RolledBack"  # over; kept so that the Deployment is not surged again at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +440,9 @@ def operations(analysis: Analysis, policy: str, now: float) -> tuple[InFlight, .
     return tuple(
         InFlight(ref, dep, op, advance(op, dep, analysis, ref, now))
         for ref, dep in sorted(deployments(analysis).items())
-        if (op := operation_of(dep)) is not None and op.policy == policy
+        if (op := operation_of(dep)) is not None
+        and op.policy == policy
+        and op.phase is not Phase.ROLLED_BACK
     )
 
 
@@ -467,7 +470,18 @@ def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: fl
             skips.append(SurgeSkip(ref, "the Deployment is not in the cluster state"))
             continue
         other = operation_of(dep)
-        if other is not None:
+        if other is not None and other.phase is Phase.ROLLED_BACK:
+            retry = other.deadline + policy.eviction.cooldown
+            if now < retry:
+                skips.append(
+                    SurgeSkip(
+                        ref,
+                        f"the last surge was rolled back ({other.reason}); not retried within "
+                        "spec.eviction.cooldown",
+                    )
+                )
+                continue
+        elif other is not None:
             skips.append(SurgeSkip(ref, f"a surge of policy {other.policy} is in flight"))
             continue
         if settings.when is SurgeWhen.WHEN_EVICTION_BLOCKED and not _blocked(
@@ -625,7 +639,10 @@ def _victims(
 
 
 def next_operation(current: Operation, action: Action) -> Operation | None:
-    """The annotation an action writes (None: removed)."""
+    """The annotation an action writes (None: removed). A rollback, once over, stays as
+    RolledBack: the Deployment is not surged again within spec.eviction.cooldown."""
+    if action.kind is ActionKind.DONE and current.phase is Phase.ROLLING_BACK:
+        return replace(current, phase=Phase.ROLLED_BACK, victims=())
     if action.kind in (ActionKind.DONE, ActionKind.STAND_DOWN):
         return None
     if action.kind is ActionKind.MARK_AND_SCALE_BACK:

@@ -36,7 +36,6 @@ from respread.surge import (
     ActionKind,
     Operation,
     Phase,
-    advance,
     hold_costs,
     next_operation,
     operations,
@@ -307,8 +306,27 @@ def test_a_deployment_with_an_operation_in_flight_is_not_planned_again() -> None
         skewed(annotations={SURGE_STATE: op.to_json()}, replicas=8), policy_with()
     )
     assert not surge.plans
+    assert not result.moves
     (f,) = surge.in_flight
     assert f.operation == op
+
+
+def test_a_rolled_back_deployment_is_not_surged_again_within_the_cooldown() -> None:
+    op = Operation("default", 6, 8, NOW - 400, NOW - 100, Phase.ROLLED_BACK, (), "pods Pending")
+    docs = skewed(annotations={SURGE_STATE: op.to_json()})
+    _, _, surge = run(docs, policy_with())
+    assert not surge.plans and not surge.in_flight
+    assert "rolled back (pods Pending)" in surge.skips[0].reason
+    later = replace(op, deadline=NOW - 601)
+    _, _, surge = run(skewed(annotations={SURGE_STATE: later.to_json()}), policy_with())
+    assert surge.plans
+
+
+def test_a_finished_rollback_is_kept_as_rolled_back() -> None:
+    rolling = replace(SURGING, phase=Phase.ROLLING_BACK, reason="late")
+    done = step(BEFORE, rolling, NOW + 900, replicas=6)
+    after = next_operation(rolling, done)
+    assert after is not None and after.phase is Phase.ROLLED_BACK
 
 
 def test_an_operation_of_another_policy_is_a_skip() -> None:

@@ -109,8 +109,13 @@ def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
     if kind is ActionKind.WAIT:
         return None
     if kind in (ActionKind.DONE, ActionKind.STAND_DOWN):
+        after = next_operation(op, action)
         write = patch_surge(
-            api, ref.namespace, ref.name, resource_version=dep.resource_version, operation=None
+            api,
+            ref.namespace,
+            ref.name,
+            resource_version=dep.resource_version,
+            operation=after.to_json() if after is not None else None,
         )
         if write.result is not PatchResult.WRITTEN:
             return None  # the next round sees why
