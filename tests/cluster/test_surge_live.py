@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kube_harness import AuditLog, ControlPlane
@@ -46,9 +46,11 @@ from kube_helpers import (
 )
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_fixtures import OperatorProcess, StartOperator
 
 from respread.snapshot import SURGE_STATE
+
+if TYPE_CHECKING:
+    from operator_fixtures import OperatorProcess, StartOperator
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
@@ -282,6 +284,7 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
 
         sampler = Sampler(apps_v1, core_v1, namespace, "web")
         with sampler.running():
+            enforced = time.time()
             custom.patch_cluster_custom_object(
                 GROUP, VERSION, PLURAL, name, {"spec": {"mode": "Enforce"}}
             )
@@ -289,10 +292,12 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
             wait_for(
                 lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas"
             )
+        took = time.time() - enforced
         after = dict(pods_per_zone(list_pods(core_v1, namespace, "app=web"), node_zones))
         print(
             f"surge: zones {before} -> {after}; replicas max {sampler.max_replicas}, "
-            f"min Ready {sampler.min_ready} over {len(sampler.samples)} samples"
+            f"min Ready {sampler.min_ready} over {len(sampler.samples)} samples; "
+            f"{took:.0f}s from Enforce to settled"
         )
         assert skew(after) <= 1, after
         assert sampler.min_ready >= 4
@@ -438,12 +443,12 @@ def test_new_pods_pending_past_the_deadline_are_rolled_back(
         policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10s")),
     ):
         wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the scale-up")
-        rolled = wait_for(
-            lambda: (a := annotation(apps_v1, namespace, "web")) and a["phase"] == "RollingBack",
-            60,
-            "the rollback",
-            interval=0.1,
-        )
+
+        def rolling_back() -> dict[str, Any] | None:
+            state = annotation(apps_v1, namespace, "web")
+            return state if state and state["phase"] == "RollingBack" else None
+
+        rolled = wait_for(rolling_back, 60, "the rollback", interval=0.1)
         print("rollback state:", rolled)
         wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 90, "back to 4 replicas")
         pods = list_pods(core_v1, namespace, "app=web")
