@@ -231,7 +231,8 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
         await asyncio.sleep(FOLLOW)
         policy = _policies[name]
         try:
-            if not acting():
+            if not acting():  # a follower replica: the leader's scans take over
+                idle += 1
                 continue
             await cache.wait_ready()
             state = cache.snapshot()
