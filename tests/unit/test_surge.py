@@ -7,7 +7,9 @@ operator.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from respread.analysis import WorkloadRef, analyze
+from respread.cli import main
 from respread.deletion_cost import plan_costs
 from respread.planner import plan
 from respread.policy import (
@@ -571,3 +574,87 @@ def test_policy_errors(surge: dict[str, Any], field: str) -> None:
     with pytest.raises(PolicyError) as err:
         _policy(surge)
     assert field in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshots and the command line
+
+
+def test_a_snapshot_carries_what_the_guards_read() -> None:
+    docs = skewed(hpa=True, paused=True, labels={"helm.toolkit.fluxcd.io/name": "w", "x": "y"})
+    state = load_documents([("t", d) for d in docs]).state
+    (dep,) = [w for w in state.workloads if w.kind == "Deployment"]
+    assert (dep.uid, dep.resource_version, dep.paused) == ("dep-uid", "100", True)
+    assert dep.rollout is not None and (dep.rollout.replicas, dep.rollout.ready) == (6, 6)
+    assert dict(dep.markers) == {"helm.toolkit.fluxcd.io/name": "w"}  # "x" is not kept
+    (hpa,) = state.autoscalers
+    assert (hpa.namespace, hpa.target_kind, hpa.target_name) == ("ns1", "Deployment", "web")
+
+
+def test_the_command_shows_the_surge_steps_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": skewed()}))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: respread.io/v1alpha1\nkind: RebalancePolicy\nmetadata: {name: p}\n"
+        "spec: {remediation: {surge: {enabled: true, readyTimeout: 90s}}}\n"
+    )
+    args = ["plan", "--snapshot", str(snapshot), "--policy", str(policy)]
+    assert main([*args, "--now", "2027-01-15T08:00:00Z"]) == 0
+    text = capsys.readouterr().out
+    assert "Would surge ns1/web (Deployment) 6 -> 8 -> 6 replicas:" in text
+    assert "2. wait until all 8 replicas are Ready (at most 90s; else roll back to 6)" in text
+    assert main([*args, "--now", "2027-01-15T08:00:00Z", "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (p,) = report["surge"]["plans"]
+    assert (p["surge"], p["readyTimeoutSeconds"]) == (2, 90.0)
+    assert report["violations"][0]["remedy"] == "Surge"
+
+
+# --------------------------------------------------------------------------------------------
+# Properties
+
+
+@given(
+    counts=st.lists(st.integers(0, 6), min_size=2, max_size=4).filter(
+        lambda c: sum(c) >= 2 and max(c) - min(c) > 1
+    ),
+    max_surge=st.integers(1, 6),
+)
+def test_a_planned_surge_fixes_the_skew_within_the_cap_and_removes_as_many_as_it_adds(
+    counts: list[int], max_surge: int
+) -> None:
+    zones = tuple("abcd"[: len(counts)])
+    pods = [(z, "Ready") for z, n in zip(zones, counts, strict=True) for _ in range(n)]
+    _, result, surge = run(cluster(pods, zones=zones), policy_with(max_surge=max_surge))
+    assert not result.moves  # the budget blocks every eviction
+    for p in surge.plans:
+        assert 1 <= p.surge <= max_surge
+        assert len(p.landings) == len(p.victims) == p.surge
+        assert len({v.pod.uid for v in p.victims}) == p.surge  # distinct, existing pods
+        assert p.misplaced_after == 0
+        final = dict(zip(zones, counts, strict=True))
+        for lnd in p.landings:
+            final[dict(lnd.domains)["zone"]] += 1
+        for v in p.victims:
+            final[dict(v.domains)["zone"]] -= 1
+        assert max(final.values()) - min(final.values()) <= 1, final
+    for sk in surge.skips:
+        assert sk.reason  # every Deployment not planned says why
+    assert len(surge.plans) + len(surge.skips) == 1
+
+
+@given(
+    ready=st.integers(0, 2),
+    pending=st.integers(0, 2),
+    late=st.booleans(),
+)
+def test_no_action_removes_more_than_the_surge_added(ready: int, pending: int, late: bool) -> None:
+    extra = [("b", "Ready")] * ready + [("c", "Pending")] * pending
+    action = step(BEFORE + extra, SURGING, NOW + (300 if late else 0), replicas=8)
+    assert len(action.victims) <= SURGING.target - SURGING.original
+    if action.kind in (ActionKind.MARK_AND_SCALE_BACK, ActionKind.ROLLBACK):
+        assert len(action.victims) == 2
+        assert len({v.pod.uid for v in action.victims}) == 2
