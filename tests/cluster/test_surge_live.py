@@ -500,3 +500,84 @@ def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
         }
         assert "SurgeStoodDown" in reasons, reasons
     assert "Traceback" not in operator.read_text(errors="replace")
+
+
+LEASE_NS, LEASE = "respread-system", "respread"
+
+
+def lease_holder(coordination: client.CoordinationV1Api) -> str:
+    try:
+        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if err.status == 404:
+            return ""
+        raise
+    return str(lease.spec.holder_identity or "")
+
+
+def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
+    e2e_cluster: ControlPlane,
+    operator_factory: StartOperator,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> None:
+    """Two replicas with --leader-elect: the leader scales up and is SIGKILLed; the other takes
+    the Lease over and finishes the surge from the Deployment's annotation."""
+    custom = client.CustomObjectsApi(api_client)
+    coordination = client.CoordinationV1Api(api_client)
+    try:  # a Lease left by an earlier test would hold a dead identity for one duration
+        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    ops = {
+        identity: operator_factory(
+            "--leader-elect", "--lease-duration", "6s", "--identity", identity
+        )
+        for identity in ("op-a", "op-b")
+    }
+    first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
+    second = next(i for i in ops if i != first)
+    mark = audit_log.mark()
+    name = f"rbp-{namespace}"
+    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    with (
+        sampler.running(),
+        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
+    ):
+
+        def surged() -> bool:
+            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
+
+        wait_for(surged, 90, "the scale-up", interval=0.05)
+        ops[first].kill()
+        wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
+        wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas")
+    writers = [
+        (e["userAgent"].removeprefix("respread/"), (e.get("requestObject") or {}).get("spec"))
+        for e in operator_writes(audit_log, mark)
+        if e["objectRef"]["resource"] == "deployments" and e["objectRef"]["name"] == "web"
+    ]
+    after = dict(pods_per_zone(list_pods(core_v1, namespace, "app=web"), node_zones))
+    codes = [
+        (e["responseStatus"] or {}).get("code")
+        for e in operator_writes(audit_log, mark)
+        if e["objectRef"]["resource"] == "deployments" and e["objectRef"]["name"] == "web"
+    ]
+    print(
+        f"leader change mid-surge: deployment patches {writers} (HTTP {codes}); zones {after}; "
+        f"min Ready {sampler.min_ready}"
+    )
+    assert writers[0] == (first, {"replicas": 6})
+    assert (second, {"replicas": 4}) in writers
+    assert all(who == second for who, _ in writers[1:])
+    assert skew(after) <= 1, after
+    assert sampler.min_ready >= 4
+    assert evictions(audit_log, mark) == []

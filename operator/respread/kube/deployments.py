@@ -36,6 +36,32 @@ class DeploymentWrite:
     resource_version: str | None = None  # the Deployment's, after the patch
 
 
+@dataclass(frozen=True, slots=True)
+class SurgeView:
+    """A Deployment as read now: what a retried step must find unchanged."""
+
+    resource_version: str | None
+    replicas: int | None
+    operation: str | None
+
+
+def read_surge(api: client.ApiClient, namespace: str, name: str) -> SurgeView | None:
+    """The Deployment's resourceVersion, spec.replicas and operation annotation (None: gone or
+    unreadable)."""
+    try:
+        dep = client.AppsV1Api(api).read_namespaced_deployment(name, namespace)
+    except ApiException:
+        return None
+    except (urllib3.exceptions.HTTPError, OSError):
+        return None
+    meta, spec = dep.metadata, dep.spec
+    if meta is None or spec is None:
+        return None
+    return SurgeView(
+        meta.resource_version, spec.replicas, (meta.annotations or {}).get(SURGE_STATE)
+    )
+
+
 def patch_surge(
     api: client.ApiClient,
     namespace: str,

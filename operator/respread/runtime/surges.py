@@ -19,7 +19,7 @@ from kubernetes import client
 
 from respread.analysis import WorkloadRef, analyze
 from respread.kube.annotations import CostResult, write_cost
-from respread.kube.deployments import PatchResult, patch_surge
+from respread.kube.deployments import DeploymentWrite, PatchResult, patch_surge, read_surge
 from respread.kube.writer import post_event
 from respread.model import ClusterState
 from respread.policy import Mode, RebalancePolicy
@@ -27,6 +27,7 @@ from respread.runtime.cache import ClusterCache
 from respread.surge import (
     ActionKind,
     InFlight,
+    Operation,
     Phase,
     SurgePlan,
     SurgeReport,
@@ -101,6 +102,42 @@ def _start(api: client.ApiClient, p: SurgePlan, policy: RebalancePolicy, now: fl
     )
 
 
+def _patch_unchanged(
+    api: client.ApiClient,
+    ref: WorkloadRef,
+    version: str | None,
+    seen: Operation,
+    after: Operation,
+    *,
+    replicas: int | None = None,
+) -> DeploymentWrite:
+    """Write ``after`` (and ``replicas``) if the Deployment is at ``version``. On a conflict,
+    read it once more: if its replicas and respread's annotation are still as the step saw them
+    (the Deployment controller writes its status and revision in between), retry at once with
+    the version read; else leave it to the next round (someone else changed it)."""
+    write = patch_surge(
+        api,
+        ref.namespace,
+        ref.name,
+        resource_version=version,
+        operation=after.to_json(),
+        replicas=replicas,
+    )
+    if write.result is not PatchResult.CONFLICT:
+        return write
+    now = read_surge(api, ref.namespace, ref.name)
+    if now is None or now.replicas != seen.target or Operation.parse(now.operation) != seen:
+        return write
+    return patch_surge(
+        api,
+        ref.namespace,
+        ref.name,
+        resource_version=now.resource_version,
+        operation=after.to_json(),
+        replicas=replicas,
+    )
+
+
 def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
     """One step of an operation in flight (blocking: run in a thread)."""
     op, action, ref = f.operation, f.action, f.workload
@@ -132,9 +169,7 @@ def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
     if kind is ActionKind.MARK_AND_SCALE_BACK:
         marking = next_operation(op, action)
         assert marking is not None
-        write = patch_surge(
-            api, ref.namespace, ref.name, resource_version=version, operation=marking.to_json()
-        )
+        write = _patch_unchanged(api, ref, version, op, marking)
         if write.result is not PatchResult.WRITTEN:
             return None
         version, op = write.resource_version, marking
@@ -150,14 +185,7 @@ def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
         return SurgeEvent(
             ref, "SurgeFailed", f"victims' costs not written: {failed[0]}", warning=True
         )
-    write = patch_surge(
-        api,
-        ref.namespace,
-        ref.name,
-        resource_version=version,
-        operation=final.to_json(),
-        replicas=op.original,
-    )
+    write = _patch_unchanged(api, ref, version, op, final, replicas=op.original)
     if write.result is not PatchResult.WRITTEN:
         return None
     names = ", ".join(v.pod.name for v in action.victims)
