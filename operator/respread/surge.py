@@ -175,6 +175,7 @@ class InFlight:
     deployment: Workload
     operation: Operation
     action: Action
+    orphaned: bool = False  # its policy is gone (surge_orphans.py): no RolledBack record kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,6 +561,31 @@ def _pods_of(analysis: Analysis, workload: WorkloadRef) -> list[Pod]:
     ]
 
 
+def stand_down(op: Operation, deployment: Workload) -> Action | None:
+    """Stand down when spec.replicas is not the value respread set (someone else changed it)."""
+    expected = op.target if op.phase in (Phase.SURGING, Phase.MARKING) else op.original
+    if deployment.replicas != expected:
+        return Action(
+            ActionKind.STAND_DOWN,
+            f"spec.replicas is {deployment.replicas}, not the {expected} respread set: "
+            "changed by someone else",
+        )
+    return None
+
+
+def drained(op: Operation, deployment: Workload, pods: Sequence[Pod]) -> Action:
+    """Draining or rolling back: done once the Deployment is back at its original count."""
+    status = deployment.rollout
+    if (
+        deployment.observed_generation >= deployment.generation
+        and status is not None
+        and status.replicas == op.original
+        and len(pods) == op.original
+    ):
+        return Action(ActionKind.DONE, f"back to {op.original} replicas")
+    return Action(ActionKind.WAIT, f"{len(pods)} pods, scaling back to {op.original}")
+
+
 def advance(
     op: Operation, deployment: Workload, analysis: Analysis, workload: WorkloadRef, now: float
 ) -> Action:
@@ -568,22 +594,11 @@ def advance(
     ready = [p for p in pods if p.node_name is not None and tier(p) is Tier.READY]
     status = deployment.rollout
     settled = deployment.observed_generation >= deployment.generation
-    expected = op.target if op.phase in (Phase.SURGING, Phase.MARKING) else op.original
-    if deployment.replicas != expected:
-        return Action(
-            ActionKind.STAND_DOWN,
-            f"spec.replicas is {deployment.replicas}, not the {expected} respread set: "
-            "changed by someone else",
-        )
+    down = stand_down(op, deployment)
+    if down is not None:
+        return down
     if op.phase in (Phase.DRAINING, Phase.ROLLING_BACK):
-        if (
-            settled
-            and status is not None
-            and status.replicas == op.original
-            and (len(pods) == op.original)
-        ):
-            return Action(ActionKind.DONE, f"back to {op.original} replicas")
-        return Action(ActionKind.WAIT, f"{len(pods)} pods, scaling back to {op.original}")
+        return drained(op, deployment, pods)
     k = op.target - op.original
     if op.phase is Phase.MARKING:
         by_uid = {p.uid: p for p in pods}
@@ -638,10 +653,13 @@ def _victims(
     return choose_victims(sim, bound, k, pending)
 
 
-def next_operation(current: Operation, action: Action) -> Operation | None:
+def next_operation(
+    current: Operation, action: Action, *, keep_record: bool = True
+) -> Operation | None:
     """The annotation an action writes (None: removed). A rollback, once over, stays as
-    RolledBack: the Deployment is not surged again within spec.eviction.cooldown."""
-    if action.kind is ActionKind.DONE and current.phase is Phase.ROLLING_BACK:
+    RolledBack: the Deployment is not surged again within spec.eviction.cooldown (unless
+    ``keep_record`` is False: an orphan's policy is gone, no cooldown is left to keep)."""
+    if action.kind is ActionKind.DONE and current.phase is Phase.ROLLING_BACK and keep_record:
         return replace(current, phase=Phase.ROLLED_BACK, victims=())
     if action.kind in (ActionKind.DONE, ActionKind.STAND_DOWN):
         return None

@@ -581,3 +581,112 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     assert skew(after) <= 1, after
     assert sampler.min_ready >= 4
     assert evictions(audit_log, mark) == []
+
+
+def back_to_original(apps: client.AppsV1Api, core: client.CoreV1Api, namespace: str) -> bool:
+    """4 replicas, 4 Ready pods, and respread's annotation gone (no RolledBack record either)."""
+    return annotation(apps, namespace, "web") is None and settled(apps, core, namespace, "web", 4)
+
+
+def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
+    e2e_cluster: ControlPlane,
+    operator: Path,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> None:
+    """The new pods stay Pending (kubelet-less nodes) and readyTimeout is 10m: the surge would
+    sit in Surging for minutes; the policy is deleted right after the scale-up. The orphan pass
+    rolls it back: 4 replicas, the original pods, the annotation removed."""
+    custom = client.CustomObjectsApi(api_client)
+    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}}, later_zones=False)
+    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
+    mark = audit_log.mark()
+    nodes = kubelet_less_nodes(core_v1, fake_nodes, ("zone-b", "zone-c"))
+    name = f"rbp-{namespace}"
+    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    with nodes_removed(core_v1, nodes), sampler.running():
+        create_policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m"))
+        wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the scale-up")
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        deleted = time.time()
+        state = annotation(apps_v1, namespace, "web")
+        assert state is not None and state["phase"] == "Surging", state
+        wait_for(
+            lambda: back_to_original(apps_v1, core_v1, namespace), 90, "back to 4, unannotated"
+        )
+        took = time.time() - deleted
+        pods = list_pods(core_v1, namespace, "app=web")
+    kept = {p.metadata.uid for p in pods}
+    print(
+        f"policy deleted mid-surge: back to 4 in {took:.1f}s; replicas max "
+        f"{sampler.max_replicas}, min Ready {sampler.min_ready}, original pods kept "
+        f"{len(kept & original)} of 4"
+    )
+    assert kept == original
+    assert sampler.min_ready >= 4
+    assert evictions(audit_log, mark) == []
+    reasons = {
+        e.reason
+        for e in core_v1.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=web"
+        ).items
+    }
+    assert {"SurgeRollingBack", "SurgeRolledBack"} <= reasons, reasons
+    assert "Traceback" not in operator.read_text(errors="replace")
+
+
+def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_down(
+    e2e_cluster: ControlPlane,
+    operator_factory: StartOperator,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> None:
+    """The operator is SIGKILLed right after the scale-up, the policy deleted while it is down
+    and the new pods become Ready meanwhile; no policy exists when it starts again. Its orphan
+    pass (from start-up, with no policy at all) rolls the surge back: the new pods go."""
+    custom = client.CustomObjectsApi(api_client)
+    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
+    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
+    mark = audit_log.mark()
+    name = f"rbp-{namespace}"
+    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    first: OperatorProcess = operator_factory()
+    with sampler.running():
+        create_policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m"))
+
+        def surged() -> bool:
+            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
+
+        wait_for(surged, 90, "the scale-up", interval=0.05)
+        first.kill()
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        state = annotation(apps_v1, namespace, "web")
+        assert state is not None and state["phase"] == "Surging", state
+        wait_pods_ready(core_v1, namespace, "app=web", 6)  # while no operator runs
+        second = operator_factory()
+        started = time.time()
+        wait_for(
+            lambda: back_to_original(apps_v1, core_v1, namespace), 120, "back to 4, unannotated"
+        )
+        took = time.time() - started
+        pods = list_pods(core_v1, namespace, "app=web")
+    kept = {p.metadata.uid for p in pods}
+    print(
+        f"restarted after the policy's deletion: back to 4 in {took:.1f}s after the start; "
+        f"replicas max {sampler.max_replicas}, min Ready {sampler.min_ready}, original pods "
+        f"kept {len(kept & original)} of 4"
+    )
+    assert kept == original  # the rollback removed the surge's own (Ready) pods
+    assert sampler.min_ready >= 4
+    assert evictions(audit_log, mark) == []
+    assert "Traceback" not in second.text()

@@ -53,6 +53,23 @@ LEADER = Gauge(
     registry=REGISTRY,
 )
 
+SURGES = Counter(
+    "respread_surges_total",
+    "Surge operations by outcome: started, finished, rolled_back, stood_down, failed",
+    ["policy", "outcome"],
+    registry=REGISTRY,
+)
+SURGES_IN_FLIGHT = Gauge(
+    "respread_surges_in_flight",
+    "Surge operations in flight (Deployments carrying respread's operation annotation)",
+    registry=REGISTRY,
+)
+SURGE_OVERDUE = Gauge(
+    "respread_surge_overdue_seconds",
+    "How long past its readyTimeout deadline the oldest surge in flight is (0: none is)",
+    registry=REGISTRY,
+)
+
 
 def serve(port: int) -> None:
     start_http_server(port, registry=REGISTRY)

@@ -31,7 +31,7 @@ from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
 from respread.leadership import LeaseTiming
 from respread.policy import PolicyError, RebalancePolicy, parse_policy
-from respread.runtime import metrics
+from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.memory import PolicyMemory
@@ -239,6 +239,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         app.reflectors.start()
         app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
         app.scheduler.start()
+        surges.watch_orphans(app.api, app.cache, app.policies.keys, app.acting)
         if app.elector is not None:
             app.election_task = asyncio.create_task(app.elector.run(), name="leader election")
         else:
@@ -248,6 +249,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
     async def cleanup(**_: Any) -> None:
         if app.scheduler is not None:
             app.scheduler.shutdown(wait=False)
+        surges.stop_orphans()
         if app.reflectors is not None:
             app.reflectors.close(timeout=0)
         for task in list(app.running):

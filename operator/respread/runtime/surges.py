@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from kubernetes import client
@@ -20,9 +20,11 @@ from kubernetes import client
 from respread.analysis import WorkloadRef, analyze
 from respread.kube.annotations import CostResult, write_cost
 from respread.kube.deployments import DeploymentWrite, PatchResult, patch_surge, read_surge
+from respread.kube.policies import Presence, read_policy
 from respread.kube.writer import post_event
 from respread.model import ClusterState
-from respread.policy import Mode, RebalancePolicy
+from respread.policy import Mode, PolicyError, RebalancePolicy, parse_policy
+from respread.runtime import metrics
 from respread.runtime.cache import ClusterCache
 from respread.surge import (
     ActionKind,
@@ -37,6 +39,7 @@ from respread.surge import (
     operations,
     start,
 )
+from respread.surge_orphans import in_flight_count, orphans, overdue, unknown_policies
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +149,7 @@ def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
     if kind is ActionKind.WAIT:
         return None
     if kind in (ActionKind.DONE, ActionKind.STAND_DOWN):
-        after = next_operation(op, action)
+        after = next_operation(op, action, keep_record=not f.orphaned)
         write = patch_surge(
             api,
             ref.namespace,
@@ -156,6 +159,9 @@ def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
         )
         if write.result is not PatchResult.WRITTEN:
             return None  # the next round sees why
+        if op.phase is Phase.ROLLED_BACK:  # an orphan's record removed: nothing happened
+            log.info("surge of %s: %s", ref, action.reason)
+            return None
         if kind is ActionKind.DONE:
             rolled = op.phase is Phase.ROLLING_BACK
             return SurgeEvent(
@@ -229,7 +235,25 @@ async def run_round(
                 await asyncio.to_thread(_tell, api, p.workload, p.deployment.uid, event)
     for e in events:
         log.info("surge of %s: %s: %s", e.workload, e.reason, e.message)
+    count(policy.name, events)
     return events
+
+
+def count(policy: str, events: Iterable[SurgeEvent]) -> None:
+    """The surge counters (runtime/metrics.py), by outcome."""
+    for e in events:
+        outcome = OUTCOMES.get(e.reason)
+        if outcome is not None:
+            metrics.SURGES.labels(policy, outcome).inc()
+
+
+OUTCOMES = {
+    "SurgeStarted": "started",
+    "SurgeFinished": "finished",
+    "SurgeRolledBack": "rolled_back",
+    "SurgeStoodDown": "stood_down",
+    "SurgeFailed": "failed",
+}
 
 
 _followers: dict[str, asyncio.Task[None]] = {}
@@ -258,6 +282,8 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
     while idle < 3:  # a few rounds past the last operation: the watch may lag our own write
         await asyncio.sleep(FOLLOW)
         policy = _policies[name]
+        if _orphans.known is not None and name not in _orphans.known():
+            return  # the policy is gone: the orphan pass ends its surges
         try:
             if not acting():  # a follower replica: the leader's scans take over
                 idle += 1
@@ -273,3 +299,90 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
             raise
         except Exception:
             log.exception("advancing the surges of RebalancePolicy %s failed", name)
+
+
+# --------------------------------------------------------------------------------------------
+# Orphans: surges whose policy is gone (surge_orphans.py decides)
+
+ORPHANS_EVERY = 10.0  # seconds between orphan passes, from the operator's start-up
+Known = Callable[[], Collection[str]]  # the policies the operator's watch knows now
+
+
+@dataclass
+class _Orphans:
+    known: Known | None = None  # set from start-up: a follower of a gone policy then stops
+    task: asyncio.Task[None] | None = None
+
+
+_orphans = _Orphans()
+
+
+def watch_orphans(api: client.ApiClient, cache: ClusterCache, known: Known, acting: Acting) -> None:
+    """Start the periodic orphan pass (it runs even when no policy exists at all)."""
+    _orphans.known = known
+    if _orphans.task is None or _orphans.task.done():
+        _orphans.task = asyncio.get_running_loop().create_task(
+            _orphan_loop(api, cache, known, acting), name="orphaned surges"
+        )
+
+
+def stop_orphans() -> None:
+    if _orphans.task is not None:
+        _orphans.task.cancel()
+        _orphans.task = None
+
+
+async def _orphan_loop(
+    api: client.ApiClient, cache: ClusterCache, known: Known, acting: Acting
+) -> None:
+    while True:
+        await asyncio.sleep(ORPHANS_EVERY)
+        try:
+            if acting():
+                await orphan_round(api, cache, known, acting)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the orphaned surges pass failed")
+
+
+def _gone(api: client.ApiClient, names: Collection[str]) -> frozenset[str]:
+    """The policies confirmed gone by a read: absent, being deleted, or no longer valid."""
+    out = set()
+    for name in sorted(names):
+        read = read_policy(api, name)
+        if read.presence is Presence.GONE:
+            out.add(name)
+        elif read.presence is Presence.PRESENT and read.body is not None:
+            try:
+                parse_policy(read.body)
+            except PolicyError:
+                out.add(name)  # an invalid policy is never scanned: nothing else ends it
+    return frozenset(out)
+
+
+async def orphan_round(
+    api: client.ApiClient, cache: ClusterCache, known: Known, acting: Acting
+) -> list[SurgeEvent]:
+    """One pass: the surge gauges, then every operation whose policy is gone, one step."""
+    await cache.wait_ready()
+    state = cache.snapshot()
+    now = time.time()
+    metrics.SURGES_IN_FLIGHT.set(in_flight_count(state))
+    metrics.SURGE_OVERDUE.set(overdue(state, now))
+    names = unknown_policies(state, set(known()))
+    if not names:
+        return []
+    gone = await asyncio.to_thread(_gone, api, names)
+    events: list[SurgeEvent] = []
+    async with SURGES:
+        for f in orphans(state, gone):
+            if not acting():
+                break
+            event = await asyncio.to_thread(_advance, api, f)
+            if event is not None:
+                events.append(event)
+                await asyncio.to_thread(_tell, api, f.workload, f.deployment.uid, event)
+                log.info("orphaned surge of %s: %s: %s", f.workload, event.reason, event.message)
+                count(f.operation.policy, [event])
+    return events
