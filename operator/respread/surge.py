@@ -37,6 +37,7 @@ from respread.planner import Plan
 from respread.policy import RebalancePolicy, SurgeWhen
 from respread.snapshot import SURGE_OPT, SURGE_STATE
 from respread.spread import CountTable, filter_node, pod_counts
+from respread.surge_others import harm_to_others
 
 # GitOps markers: a controller that would put spec.replicas back (docs/surge.md).
 GITOPS_MARKERS: Final[Mapping[str, str]] = {
@@ -528,6 +529,17 @@ def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: fl
                     f"a surge of up to {k} is predicted to leave {misplaced} misplaced pod(s)",
                 )
             )
+            continue
+        assert members is not None
+        harm = harm_to_others(
+            analysis,
+            ref,
+            members.labels,
+            (lnd.node for lnd in landings),
+            (v.pod.node_name for v in victims if v.pod.node_name is not None),
+        )
+        if harm is not None:
+            skips.append(SurgeSkip(ref, harm))
             continue
         plans.append(SurgePlan(ref, dep, dep.replicas, k, landings, victims, misplaced))
     return SurgeReport(True, tuple(plans), tuple(skips), in_flight)
