@@ -272,6 +272,7 @@ def run_and_evaluate(
         "RespreadNoLeader": [],
         "RespreadViolationsPersist": [{"policy": dry}],
         "RespreadEvictionsFailing": [],
+        "RespreadSurgeStuck": [],
     }
 
     # The values the key panels show are the operator's.

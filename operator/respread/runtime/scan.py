@@ -227,13 +227,14 @@ async def _surges(
     *,
     now: float,
     acting: Acting,
+    uid: str | None = None,
 ) -> list[surges.SurgeEvent]:
     """Surge moves: started (Enforce) and advanced; a follower advances them until done."""
     surge = computed.surge
     if surge is None or not (surge.in_flight or (surge.plans and policy.mode is Mode.ENFORCE)):
         return []
     events = await surges.run_round(api, policy, surge, now, acting)
-    surges.follow(api, cache, policy, acting)
+    surges.follow(api, cache, policy, acting, uid)
     return events
 
 
@@ -319,7 +320,9 @@ async def run_scan(
             )
         if policy.mode is Mode.ENFORCE and computed.costs is not None:
             await write_costs(api, policy, computed.costs, acting)
-        surge_events = await _surges(api, cache, policy, computed, now=now, acting=acting)
+        surge_events = await _surges(
+            api, cache, policy, computed, now=now, acting=acting, uid=policy_uid
+        )
         status = build_status(
             computed.report,
             policy,

@@ -71,6 +71,33 @@ def _tell(api: client.ApiClient, f: WorkloadRef, uid: str | None, e: SurgeEvent)
     )
 
 
+def aggregate(events: Iterable[SurgeEvent]) -> list[tuple[str, bool, str]]:
+    """The Events a follower round posts on its policy: one per reason, naming every
+    Deployment that took that step (a round that took no step posts none)."""
+    by_reason: dict[str, list[SurgeEvent]] = {}
+    for e in events:
+        by_reason.setdefault(e.reason, []).append(e)
+    out = []
+    for reason, same in sorted(by_reason.items()):
+        message = "; ".join(f"{e.workload}: {e.message}" for e in same)
+        out.append((reason, any(e.warning for e in same), message))
+    return out
+
+
+def _tell_policy(api: client.ApiClient, policy: str, reason: str, warning: bool, msg: str) -> None:
+    post_event(
+        api,
+        kind="RebalancePolicy",
+        name=policy,
+        namespace=None,
+        uid=_uids.get(policy),
+        api_version="respread.io/v1alpha1",
+        reason=reason,
+        warning=warning,
+        message=msg,
+    )
+
+
 def _write_victims(api: client.ApiClient, victims: tuple[Victim, ...]) -> list[str]:
     """The victims' lowest pod-deletion-costs; the failures, as messages."""
     failed = []
@@ -260,11 +287,20 @@ _followers: dict[str, asyncio.Task[None]] = {}
 _policies: dict[str, RebalancePolicy] = {}
 
 
+_uids: dict[str, str | None] = {}
+
+
 def follow(
-    api: client.ApiClient, cache: ClusterCache, policy: RebalancePolicy, acting: Acting
+    api: client.ApiClient,
+    cache: ClusterCache,
+    policy: RebalancePolicy,
+    acting: Acting,
+    uid: str | None = None,
 ) -> None:
-    """Advance this policy's surges every FOLLOW seconds until none is in flight."""
+    """Advance this policy's surges every FOLLOW seconds until none is in flight; the steps it
+    takes are told on the Deployments and, aggregated per round, on the policy."""
     _policies[policy.name] = policy
+    _uids[policy.name] = uid
     task = _followers.get(policy.name)
     if task is not None and not task.done():
         return
@@ -294,7 +330,15 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
             flights = await asyncio.to_thread(_in_flight, state, policy, now)
             idle = 0 if flights else idle + 1
             if flights:
-                await run_round(api, policy, SurgeReport(False, in_flight=flights), now, acting)
+                events = await run_round(
+                    api, policy, SurgeReport(False, in_flight=flights), now, acting
+                )
+                for reason, warning, message in aggregate(events):
+                    if not acting():
+                        break
+                    await asyncio.to_thread(
+                        _tell_policy, api, policy.name, reason, warning, message
+                    )
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -338,8 +382,7 @@ async def _orphan_loop(
     while True:
         await asyncio.sleep(ORPHANS_EVERY)
         try:
-            if acting():
-                await orphan_round(api, cache, known, acting)
+            await orphan_round(api, cache, known, acting)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -364,14 +407,16 @@ def _gone(api: client.ApiClient, names: Collection[str]) -> frozenset[str]:
 async def orphan_round(
     api: client.ApiClient, cache: ClusterCache, known: Known, acting: Acting
 ) -> list[SurgeEvent]:
-    """One pass: the surge gauges, then every operation whose policy is gone, one step."""
+    """One pass: the surge gauges (every replica: its cache is warm, so a former leader's gauges
+    are not left frozen), then, if this replica acts, every operation whose policy is gone, one
+    step."""
     await cache.wait_ready()
     state = cache.snapshot()
     now = time.time()
     metrics.SURGES_IN_FLIGHT.set(in_flight_count(state))
     metrics.SURGE_OVERDUE.set(overdue(state, now))
     names = unknown_policies(state, set(known()))
-    if not names:
+    if not names or not acting():
         return []
     gone = await asyncio.to_thread(_gone, api, names)
     events: list[SurgeEvent] = []
