@@ -649,6 +649,14 @@ def advance(
     return Action(ActionKind.WAIT, f"{len(ready)} of {op.target} replicas Ready")
 
 
+def newest_first(pods: Iterable[Pod], k: int) -> tuple[Victim, ...]:
+    """The k pods a rollback removes when the spread is not judged: the lowest tiers first
+    (unassigned, Pending, not Ready: the controller takes them first anyway), then the newest
+    (the surge's own pods)."""
+    ranked = sorted(pods, key=lambda p: (tier(p), -(p.created or 0.0), p.name))
+    return tuple(Victim(p, (), VICTIM_COST + i) for i, p in enumerate(ranked[: max(k, 0)]))
+
+
 def _sim_for(analysis: Analysis, workload: WorkloadRef) -> _Sim | None:
     members = _members(analysis, workload)
     return _Sim(analysis, members) if members is not None else None
@@ -659,8 +667,8 @@ def _victims(
 ) -> tuple[Victim, ...]:
     pending = [p for p in pods if tier(p) < Tier.NOT_READY] if rollback else []
     sim = _sim_for(analysis, workload)
-    if sim is None:
-        return tuple(Victim(p, (), VICTIM_COST + i) for i, p in enumerate(pending[:k]))
+    if sim is None:  # not analysed (its namespace no longer selected): the surge's own pods
+        return newest_first(pods, k)
     bound = [p for node in sim.by_node.values() for p in node]
     return choose_victims(sim, bound, k, pending)
 

@@ -24,7 +24,7 @@ absent from its watch: a restarted operator may not have listed them yet).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 
 from respread.analysis import WorkloadRef
 from respread.deletion_cost import Tier, tier
@@ -39,6 +39,7 @@ from respread.surge import (
     Phase,
     Victim,
     drained,
+    newest_first,
     operation_of,
     stand_down,
 )
@@ -86,13 +87,6 @@ def deployment_pods(state: ClusterState, ref: WorkloadRef) -> list[Pod]:
         if rs in sets or (rs not in known and h is not None and rs == f"{ref.name}-{h}"):
             out.append(p)
     return out
-
-
-def newest_first(pods: Iterable[Pod], k: int) -> tuple[Victim, ...]:
-    """The k pods a rollback removes: the lowest tiers first (unassigned, Pending, not Ready:
-    the controller takes them first anyway), then the newest (the surge's own pods)."""
-    ranked = sorted(pods, key=lambda p: (tier(p), -(p.created or 0.0), p.name))
-    return tuple(Victim(p, (), VICTIM_COST + i) for i, p in enumerate(ranked[: max(k, 0)]))
 
 
 def orphan_action(op: Operation, deployment: Workload, pods: Sequence[Pod]) -> Action:

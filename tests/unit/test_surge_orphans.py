@@ -10,9 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from respread.analysis import analyze
 from respread.model import ClusterState
+from respread.policy import RebalancePolicy, RemediationSettings, Selection, SurgeSettings
 from respread.snapshot import SURGE_STATE, load_documents
-from respread.surge import VICTIM_COST, ActionKind, Operation, Phase, next_operation
+from respread.surge import (
+    VICTIM_COST,
+    ActionKind,
+    Operation,
+    Phase,
+    next_operation,
+    operations,
+)
 from respread.surge_orphans import (
     deployment_pods,
     in_flight_count,
@@ -21,7 +30,7 @@ from respread.surge_orphans import (
     overdue,
     unknown_policies,
 )
-from tests.unit.test_surge import AFTER, BEFORE, NOW, SURGING, WEB, cluster
+from tests.unit.test_surge import AFTER, BEFORE, NOW, SURGING, WEB, cluster, policy_with
 
 
 def state_of(pods: list[tuple[str, str]], op: Operation | None, **kw: Any) -> ClusterState:
@@ -143,3 +152,25 @@ def test_newest_first_takes_nothing_for_nothing() -> None:
     assert newest_first([], 3) == ()
     state = state_of(BEFORE, None)
     assert newest_first(deployment_pods(state, WEB), 0) == ()
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        # no longer selects the namespace
+        replace(policy_with(), selection=Selection(exclude_namespaces=frozenset({"ns1"}))),
+        # the remedy disabled
+        replace(policy_with(), remediation=RemediationSettings(surge=SurgeSettings())),
+        # DryRun (the default mode of policy_with)
+        policy_with(),
+    ],
+)
+def test_a_policy_that_no_longer_allows_new_surges_still_ends_its_own(
+    policy: RebalancePolicy,
+) -> None:
+    """Its rounds keep advancing the operation: all Ready, scaled back by k, 2 victims (the
+    crowded domain's when the namespace is analysed, the newest pods when it is not)."""
+    state = state_of(AFTER, SURGING, replicas=8)
+    (f,) = operations(analyze(state, policy), policy.name, NOW)
+    assert f.action.kind is ActionKind.MARK_AND_SCALE_BACK
+    assert len({v.pod.uid for v in f.action.victims}) == 2
