@@ -202,6 +202,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m"
 
 
+def _undetermined(p: SurgePlan) -> str:
+    if p.determined:
+        return ""
+    others = sorted({_where(dict(d)) for lnd in p.landings for d in lnd.others})
+    worst = (
+        f"would leave {p.worst_misplaced} misplaced pod(s)"
+        if p.worst_misplaced
+        else "would also fix it"
+    )
+    return (
+        f" (likely, not determined: the Filter also admits {', '.join(others)}; the worst "
+        f"admissible placement {worst}; the victims are chosen again from the real placement)"
+    )
+
+
 def surge_steps(p: SurgePlan, policy: RebalancePolicy) -> list[str]:
     n, k = p.original, p.surge
     where = ", ".join(f"{lnd.node} ({_where(dict(lnd.domains))})" for lnd in p.landings)
@@ -211,7 +226,7 @@ def surge_steps(p: SurgePlan, policy: RebalancePolicy) -> list[str]:
     timeout = _duration(policy.remediation.surge.ready_timeout)
     return [
         f"scale spec.replicas {n} -> {n + k}; the scheduler is predicted to place the new pods "
-        f"on {where}",
+        f"on {where}" + _undetermined(p),
         f"wait until all {n + k} replicas are Ready (at most {timeout}; else roll back to {n})",
         f"give the lowest pod-deletion-cost to {k} pod(s) in the crowded domains (predicted: "
         f"{victims}; chosen again from the real placement)",
@@ -229,12 +244,21 @@ def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> dict[str, Any]:
         "surge": p.surge,
         "targetReplicas": p.original + p.surge,
         "readyTimeoutSeconds": policy.remediation.surge.ready_timeout,
-        "landings": [{"node": lnd.node, "domains": dict(lnd.domains)} for lnd in p.landings],
+        "landings": [
+            {
+                "node": lnd.node,
+                "domains": dict(lnd.domains),
+                "alsoAdmitted": [dict(d) for d in lnd.others],
+            }
+            for lnd in p.landings
+        ],
         "victims": [
             {"pod": v.pod.name, "node": v.pod.node_name, "domains": dict(v.domains)}
             for v in p.victims
         ],
         "predictedMisplacedAfter": p.misplaced_after,
+        "landingDetermined": p.determined,
+        "worstCaseMisplacedAfter": p.worst_misplaced,
         "steps": surge_steps(p, policy),
     }
 

@@ -123,10 +123,15 @@ def operation_of(deployment: Workload) -> Operation | None:
 # Planning a surge
 
 
+Domains = tuple[tuple[str, str], ...]  # (topology key, value) over the hard constraints
+
+
 @dataclass(frozen=True, slots=True)
 class Landing:
     node: str
-    domains: tuple[tuple[str, str], ...]
+    domains: Domains
+    # other domains the scheduler's Filter also admits, more or less crowded than this one
+    others: tuple[Domains, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +150,15 @@ class SurgePlan:
     landings: tuple[Landing, ...]  # where the scheduler is predicted to place them
     victims: tuple[Victim, ...]  # predicted: chosen again from the real placement
     misplaced_after: int  # predicted misplaced pods of the workload after the surge
+    # after the worst admissible placement (each new pod in the most crowded domain the Filter
+    # admits), when the landing is not determined; else misplaced_after
+    worst_misplaced: int = 0
+
+    @property
+    def determined(self) -> bool:
+        """Whether the Filter admits each new pod to one domain only (no choice left to the
+        scheduler's scoring)."""
+        return not any(lnd.others for lnd in self.landings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,18 +346,36 @@ class _Sim:
         return tuple((k, labels[k]) for k in keys if k in labels)
 
 
-def _land(sim: _Sim, ledger: CapacityLedger, template: Pod) -> str | None:
-    """Where the scheduler would place one more pod: among the nodes passing every modelled
-    filter, the least crowded domains first (the spread filter admits only those at maxSkew 1),
-    then the node with the fewest of the workload's pods, then by name."""
-    best: tuple[int, int, str] | None = None
+def _land(
+    sim: _Sim, ledger: CapacityLedger, template: Pod, *, worst: bool = False
+) -> tuple[str, tuple[Domains, ...]] | None:
+    """Where the scheduler would place one more pod, and the other domains it may choose.
+
+    The nodes are those passing every modelled filter, the PodTopologySpread Filter exactly
+    (spread.filter_node: count + 1 - globalMin <= maxSkew over the eligible domains,
+    minDomains). Among them the likely choice is the least crowded domain (the PodTopologySpread
+    score prefers fewer matching pods), then the node with the fewest of the workload's pods,
+    then by name. With ``worst``, the most crowded domain the Filter admits (other scores may
+    outweigh the spread score: at maxSkew above 1 several domains pass). The other domains
+    returned are those the Filter admits that are more or less crowded than the chosen one: a
+    domain as crowded is an equivalent choice for the spread (the same counts, relabelled)."""
+    by_domain: dict[Domains, tuple[int, int, str]] = {}
     for node in sorted(sim.index.nodes.values(), key=lambda n: n.name):
         if not _fits(sim, ledger, template, node):
             continue
         key = (sim.crowding(node.name), len(sim.by_node.get(node.name, ())), node.name)
-        if best is None or key < best:
-            best = key
-    return best[2] if best is not None else None
+        domains = sim.domains(node.name)
+        if domains not in by_domain or key < by_domain[domains]:
+            by_domain[domains] = key
+    if not by_domain:
+        return None
+    if worst:
+        chosen = max(by_domain, key=lambda d: (by_domain[d][0], d))
+    else:
+        chosen = min(by_domain, key=lambda d: by_domain[d])
+    crowding = by_domain[chosen][0]
+    others = tuple(sorted(d for d in by_domain if by_domain[d][0] != crowding))
+    return by_domain[chosen][2], others
 
 
 def _fits(sim: _Sim, ledger: CapacityLedger, template: Pod, node: Node) -> bool:
@@ -395,34 +427,57 @@ def _synthetic(template: Pod, node: str, n: int) -> Pod:
     return replace(template, name=f"(new pod {n})", node_name=node, uid=None, created=None)
 
 
-def predict(
-    analysis: Analysis, members: Members, original: int, max_surge: int, first: int
-) -> tuple[int, tuple[Landing, ...], tuple[Victim, ...], int] | None:
-    """The smallest k from ``first`` to ``max_surge`` whose predicted surge leaves no misplaced
-    pod (or, if none does, the best found at ``max_surge``): (k, landings, victims, misplaced).
-    None when not even one new pod has a node to land on."""
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    surge: int
+    landings: tuple[Landing, ...]
+    victims: tuple[Victim, ...]
+    misplaced: int  # after the likely placement and the victims chosen from it
+    worst: int  # after the worst admissible placement (= misplaced when determined)
+
+
+def _simulate(
+    analysis: Analysis, members: Members, k: int, *, worst: bool
+) -> tuple[tuple[Landing, ...], tuple[Victim, ...], int]:
+    """k new pods placed one at a time (likely or worst), then the victims chosen from there
+    (as Marking chooses them from the real placement): (landings, victims, misplaced)."""
     state = analysis.index.state
     template = next(iter(members.by_node.values()))[0]
-    best: tuple[int, tuple[Landing, ...], tuple[Victim, ...], int] | None = None
+    sim = _Sim(analysis, members)
+    ledger = CapacityLedger(state.nodes, state.pods)
+    originals = [p for pods in members.by_node.values() for p in pods]
+    landings = []
+    for n in range(k):
+        found = _land(sim, ledger, template, worst=worst)
+        if found is None:
+            break
+        node, others = found
+        ledger.reserve(node, template.spec.requests)
+        sim.shift(node, _synthetic(template, node, n), +1)
+        landings.append(Landing(node, sim.domains(node), others))
+    victims = choose_victims(sim, originals, len(landings))
+    return tuple(landings), victims, sim.misplaced()
+
+
+def predict(
+    analysis: Analysis, members: Members, original: int, max_surge: int, first: int
+) -> Prediction | None:
+    """The smallest k from ``first`` to ``max_surge`` whose likely and worst admissible
+    placements both leave no misplaced pod; else the smallest whose likely placement leaves
+    none (its worst case reported); else the best found at ``max_surge``. None when not even
+    one new pod has a node to land on."""
+    best: Prediction | None = None
     for k in range(max(1, first), max_surge + 1):
-        sim = _Sim(analysis, members)
-        ledger = CapacityLedger(state.nodes, state.pods)
-        originals = [p for pods in members.by_node.values() for p in pods]
-        landings = []
-        for n in range(k):
-            node = _land(sim, ledger, template)
-            if node is None:
-                break
-            ledger.reserve(node, template.spec.requests)
-            sim.shift(node, _synthetic(template, node, n), +1)
-            landings.append(Landing(node, sim.domains(node)))
+        landings, victims, misplaced = _simulate(analysis, members, k, worst=False)
         if not landings:
             return best
-        victims = choose_victims(sim, originals, len(landings))
-        found = (len(landings), tuple(landings), victims, sim.misplaced())
-        if best is None or found[3] < best[3]:
+        worst = misplaced
+        if any(lnd.others for lnd in landings):
+            worst = max(misplaced, _simulate(analysis, members, k, worst=True)[2])
+        found = Prediction(len(landings), landings, victims, misplaced, worst)
+        if best is None or (found.misplaced, found.worst) < (best.misplaced, best.worst):
             best = found
-        if found[3] == 0 or len(landings) < k:
+        if (found.misplaced == 0 and found.worst == 0) or len(landings) < k:
             break
     return best
 
@@ -521,7 +576,12 @@ def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: fl
         if found is None:
             skips.append(SurgeSkip(ref, "no node would take a new pod"))
             continue
-        k, landings, victims, misplaced = found
+        k, landings, victims, misplaced = (
+            found.surge,
+            found.landings,
+            found.victims,
+            found.misplaced,
+        )
         if misplaced:
             skips.append(
                 SurgeSkip(
@@ -541,7 +601,9 @@ def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: fl
         if harm is not None:
             skips.append(SurgeSkip(ref, harm))
             continue
-        plans.append(SurgePlan(ref, dep, dep.replicas, k, landings, victims, misplaced))
+        plans.append(
+            SurgePlan(ref, dep, dep.replicas, k, landings, victims, misplaced, found.worst)
+        )
     return SurgeReport(True, tuple(plans), tuple(skips), in_flight)
 
 
