@@ -352,6 +352,19 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
         second = operator_factory()
         wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas")
         assert "Traceback" not in second.text()
+
+        def told_on_the_policy() -> set[str]:
+            events = core_v1.list_namespaced_event(
+                "default", field_selector=f"involvedObject.name={name}"
+            ).items
+            return {e.reason for e in events if e.reason.startswith("Surge")}
+
+        # each step told on the policy too, whether a scan or the follower took it
+        wait_for(
+            lambda: {"SurgeScalingBack", "SurgeFinished"} <= told_on_the_policy(),
+            30,
+            "the steps told on the policy",
+        )
     pods = list_pods(core_v1, namespace, "app=web")
     after = dict(pods_per_zone(pods, node_zones))
     kept = len(original & {p.metadata.uid for p in pods})

@@ -4,7 +4,9 @@ Each scan starts the surges it plans (Enforce only) and advances every operation
 one is in flight, a follower task per policy advances them every FOLLOW seconds, so that a surge
 does not wait a whole scan interval between its steps; it ends when none is left. Operations in
 flight are advanced in DryRun too: they were started in Enforce, and stopping one half-way would
-leave the Deployment surged.
+leave the Deployment surged. From the operator's start-up, an orphan pass every ORPHANS_EVERY
+seconds (even with no policy at all) ends the operations whose policy is gone
+(surge_orphans.py decides) and sets the surge gauges.
 """
 
 from __future__ import annotations
