@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from respread.analysis import analyze
 from respread.snapshot import load_documents
@@ -95,3 +97,37 @@ def test_a_change_outside_the_other_groups_domains_is_no_harm() -> None:
     assert harm_to_others(analysis, WEB, web_labels, [], []) is None
     # one pod from r1 to r2: 3 / 5, skew 2 > maxSkew 1
     assert harm_to_others(analysis, WEB, web_labels, ["n-b"], ["n-a"]) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    watch_nodes=st.lists(st.sampled_from(["n-a", "n-b", "n-c"]), min_size=1, max_size=8),
+    counts_web=st.booleans(),
+)
+def test_a_planned_surge_never_worsens_another_group(
+    watch_nodes: list[str], counts_web: bool
+) -> None:
+    """Whatever the other workload's placement: applying a planned surge's landings and victims
+    to the other groups' counts leaves every balanced group balanced and no violated group's
+    skew higher."""
+    apps = ["web", "watch"] if counts_web else ["watch"]
+    docs = docs_with_watch(watch_nodes, apps)
+    analysis, _, report = run(docs, policy_with())
+    for p in report.plans:
+        added = [lnd.node for lnd in p.landings]
+        removed = [v.pod.node_name for v in p.victims if v.pod.node_name is not None]
+        (members,) = [m for m in analysis.members if m.workload == p.workload]
+        assert harm_to_others(analysis, p.workload, members.labels, added, removed) is None
+        for g in analysis.groups:
+            if g.workload == p.workload or not analysis.index.counts_pod(
+                g.constraint.selector, members.labels
+            ):
+                continue
+            counts = dict(g.counts)
+            for node in added:
+                counts[RACKS[node]] = counts.get(RACKS[node], 0) + 1
+            for node in removed:
+                counts[RACKS[node]] -= 1
+            values = [counts.get(d, 0) for d in g.domains]
+            skew = max(values) - min(values)
+            assert skew <= (g.skew if g.violating else max(g.skew, g.constraint.max_skew))
