@@ -703,3 +703,55 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     assert sampler.min_ready >= 4
     assert evictions(audit_log, mark) == []
     assert "Traceback" not in second.text()
+
+
+def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(
+    e2e_cluster: ControlPlane,
+    operator: Path,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> None:
+    """Switched to DryRun (and the remedy disabled) right after the scale-up: the operation was
+    started in Enforce and is finished, not frozen at n + k (docs/surge.md)."""
+    custom = client.CustomObjectsApi(api_client)
+    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    mark = audit_log.mark()
+    name = f"rbp-{namespace}"
+    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    with (
+        sampler.running(),
+        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
+    ):
+
+        def surged() -> bool:
+            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
+
+        wait_for(surged, 90, "the scale-up", interval=0.05)
+        custom.patch_cluster_custom_object(
+            GROUP,
+            VERSION,
+            PLURAL,
+            name,
+            {"spec": {"mode": "DryRun", "remediation": {"surge": {"enabled": False}}}},
+        )
+        switched = time.time()
+        wait_for(
+            lambda: back_to_original(apps_v1, core_v1, namespace), 90, "back to 4, unannotated"
+        )
+        took = time.time() - switched
+        pods = list_pods(core_v1, namespace, "app=web")
+    after = dict(pods_per_zone(pods, node_zones))
+    print(
+        f"switched to DryRun mid-surge: finished in {took:.1f}s; zones {after}, replicas max "
+        f"{sampler.max_replicas}, min Ready {sampler.min_ready}"
+    )
+    assert skew(after) <= 1, after
+    assert sampler.min_ready >= 4
+    assert evictions(audit_log, mark) == []
+    assert "Traceback" not in operator.read_text(errors="replace")
