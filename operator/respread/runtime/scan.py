@@ -517,7 +517,11 @@ async def run_scan(
             executions=executions,
             cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
         )
-        if computed.costs is not None or counts != CostCounts():
+        if (
+            computed.costs is not None
+            or counts != CostCounts()
+            or "deletionCost" in (memory.previous_status or {})
+        ):
             status["deletionCost"] = cost_status(counts)
         _check(acting)
         await asyncio.to_thread(patch_status, api, policy.name, status)
