@@ -105,7 +105,7 @@ def _patch(
     """A JSON merge patch of these annotations (None: removed), as respread's field manager,
     refused by the API server (409) if the pod changed since `resource_version` was read."""
     body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
-    core.patch_namespaced_pod(
+    response = core.patch_namespaced_pod(
         name,
         namespace,
         body,
@@ -113,6 +113,18 @@ def _patch(
         _content_type=MERGE_PATCH,
         _preload_content=False,
     )
+    drain(response)
+
+
+def drain(response: Any) -> None:
+    """Read an unparsed response to its end and give its connection back (a connection dropped
+    unread makes the API server log the request as aborted)."""
+    read = getattr(response, "read", None)
+    if callable(read):
+        read()
+    release = getattr(response, "release_conn", None)
+    if callable(release):
+        release()
 
 
 def _refused(err: ApiException) -> tuple[CostResult, str]:

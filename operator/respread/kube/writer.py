@@ -46,7 +46,7 @@ def set_finalizer(api: client.ApiClient, policy: str, finalizer: str, *, present
             return True
         wanted = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
         body = {"metadata": {"finalizers": wanted, "resourceVersion": meta.get("resourceVersion")}}
-        custom.patch_cluster_custom_object(
+        response = custom.patch_cluster_custom_object(
             GROUP,
             VERSION,
             PLURAL,
@@ -56,6 +56,9 @@ def set_finalizer(api: client.ApiClient, policy: str, finalizer: str, *, present
             _content_type="application/merge-patch+json",
             _preload_content=False,
         )
+        read = getattr(response, "read", None)  # to its end: the connection is reused
+        if callable(read):
+            read()
     except ApiException as err:
         if err.status == 404:
             raise PolicyGoneError(f"RebalancePolicy {policy} no longer exists") from None

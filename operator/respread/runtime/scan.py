@@ -236,9 +236,33 @@ async def write_costs(
 async def release_costs(
     api: client.ApiClient, policy: RebalancePolicy, plan: ReleasePlan, acting: Acting = _always
 ) -> list[CostWrite]:
-    """Take back this scan's costs (cost_release.py; already bounded)."""
+    """Take back this scan's costs (cost_release.py; already bounded). A cost handed over to
+    another policy is handed over only once that policy carries the finalizer (its deletion
+    then takes the cost back); one whose finalizer cannot be set now waits for a later scan."""
     out = []
+    secured: dict[str, bool] = {}
+    for target in sorted({e.hand_to for e in plan.releases if e.hand_to is not None}):
+        _check(acting)
+        try:
+            secured[target] = await asyncio.to_thread(
+                set_finalizer, api, target, FINALIZER, present=True
+            )
+        except KubeError as err:  # PolicyGoneError included: deleted since
+            log.info(
+                "RebalancePolicy %s: cannot hand costs over to %s: %s", policy.name, target, err
+            )
+            secured[target] = False
     for entry in plan.releases:
+        if entry.hand_to is not None and not secured.get(entry.hand_to):
+            out.append(
+                CostWrite(
+                    entry.pod.namespace,
+                    entry.pod.name,
+                    CostResult.SKIPPED,
+                    f"RebalancePolicy {entry.hand_to} could not be given the finalizer",
+                )
+            )
+            continue
         _check(acting)
         done = await asyncio.to_thread(
             release_cost,
@@ -310,12 +334,15 @@ async def manage_costs(
     them when the remedy is off); the finalizer goes once none is left."""
     writes: list[CostWrite] = []
     held = 0
-    if costs is not None and costs.patches:
+    # The finalizer before any write, and on a policy that keeps costs written under another
+    # (handed over) or whose finalizer was removed by hand while its costs remain.
+    if costs is not None and (costs.patches or tagged(state.pods, policy.name)):
         _check(acting)
         if lifecycle.finalizer or await asyncio.to_thread(
             set_finalizer, api, policy.name, FINALIZER, present=True
         ):
-            writes = await write_costs(api, policy, costs, acting)
+            if costs.patches:
+                writes = await write_costs(api, policy, costs, acting)
         else:
             held = len(costs.patches)  # the policy changed under us: the next scan writes
     cap = policy.remediation.deletion_cost.max_patches_per_scan - len(writes) - held
