@@ -3,9 +3,10 @@
 `respread run` runs as deploy/'s service account (its RBAC: patch on pods and on policies for
 the finalizer). In Enforce it writes a cost on every pod of a spread Deployment, each with the
 policy's name and the value written beside it, and puts its finalizer on the policy. Then:
-switching `deletionCost.enabled` off removes the costs and the finalizer; deleting the policy
-removes them before the policy goes, but never a cost another field manager set; a second policy
-that writes costs in the same namespace keeps the costs the deleted one wrote; DryRun patches no
+switching `deletionCost.enabled` off removes the costs and the finalizer; taking the namespace
+out of the policy's selector removes the costs; deleting the policy removes them before the
+policy goes, but never a cost another field manager set; a second policy that writes costs in
+the same namespace keeps the costs the deleted one wrote; DryRun patches no
 pod at all (their resourceVersions do not move).
 """
 
@@ -124,6 +125,12 @@ def set_enabled(custom: client.CustomObjectsApi, name: str, enabled: bool) -> No
     )
 
 
+def set_namespaces(custom: client.CustomObjectsApi, name: str, include: list[str]) -> None:
+    custom.patch_cluster_custom_object(
+        GROUP, VERSION, PLURAL, name, {"spec": {"selector": {"namespaces": {"include": include}}}}
+    )
+
+
 def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
     try:
         custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
@@ -177,9 +184,17 @@ def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
         st = wait_for(partial(scanned_after, custom, name, since), 60, "a scan after that")
         assert st["deletionCost"]["managed"] == 0, st["deletionCost"]
 
-        # written again; then another manager sets one pod's cost: that one is theirs now
+        # written again; the namespace leaves the policy's selector: its pods' costs go
         set_enabled(custom, name, True)
         wait(partial(all_costed_by, core_v1, namespace, name, 4), "the costs written again")
+        set_namespaces(custom, name, ["elsewhere"])
+        wait(
+            lambda: not any(annotations(core_v1, namespace).values()),
+            "the costs taken back once the namespace is out of the policy's scope",
+        )
+        set_namespaces(custom, name, [namespace])
+        wait(partial(all_costed_by, core_v1, namespace, name, 4), "the costs written again")
+        # another manager sets one pod's cost: that one is theirs now
         victim = sorted(annotations(core_v1, namespace))[0]
         core_v1.patch_namespaced_pod(
             victim,
