@@ -164,6 +164,18 @@ def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
 ) -> None:
     custom = client.CustomObjectsApi(api_client)
     web(namespace, fake_nodes, core_v1, apps_v1, 4)
+    # a pod whose cost another manager wrote, never respread's (its Deployment is not spread)
+    apps_v1.create_namespaced_deployment(
+        namespace,
+        spread_deployment("other", 1, node_selector=fake_nodes.node_selector, spread=False),
+    )
+    (other,) = wait_pods_ready(core_v1, namespace, "app=other", 1)
+    other = core_v1.patch_namespaced_pod(
+        other.metadata.name,
+        namespace,
+        {"metadata": {"annotations": {DELETION_COST: "5"}}},
+        field_manager="someone-else",
+    )
     name = f"rbp-{namespace}"
     custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(name, namespace))
     try:
@@ -211,6 +223,9 @@ def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
         assert all(not a for pod, a in after.items() if pod != victim), after
         pod = core_v1.read_namespaced_pod(victim, namespace)
         assert cost_owners(pod) == {"someone-else"}
+        untouched = core_v1.read_namespaced_pod(other.metadata.name, namespace)
+        assert untouched.metadata.resource_version == other.metadata.resource_version
+        assert untouched.metadata.annotations[DELETION_COST] == "5"
         assert "Traceback" not in operator.read_text(errors="replace")
     finally:
         delete_policy(custom, name)
