@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kube_harness import ControlPlane
@@ -36,6 +36,9 @@ from respread.cost_release import FINALIZER
 from respread.deletion_cost import FIELD_MANAGER
 from respread.kube.annotations import CostResult, write_cost
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
+
+if TYPE_CHECKING:
+    from operator_fixtures import StartOperator
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
@@ -309,5 +312,34 @@ def test_dry_run_neither_writes_nor_takes_back_a_cost(
             assert now == versions  # no pod was patched
         assert FINALIZER not in (finalizers(custom, name) or [])
         assert status_of(custom, name)["summary"]["evicted"] == 0
+    finally:
+        delete_policy(custom, name)
+
+
+def test_a_policy_deleted_while_the_operator_is_down_waits_for_it(
+    e2e_cluster: ControlPlane,
+    operator_factory: StartOperator,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    first = operator_factory()
+    web(namespace, fake_nodes, core_v1, apps_v1, 4)
+    name = f"rbp-{namespace}"
+    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(name, namespace))
+    try:
+        wait(partial(all_costed_by, core_v1, namespace, name, 4), "the operator's costs")
+        first.stop()
+        delete_policy(custom, name)
+        time.sleep(5)
+        assert finalizers(custom, name) == [FINALIZER]  # held: nobody took the costs back
+        assert all(len(a) == 3 for a in annotations(core_v1, namespace).values())
+        second = operator_factory()
+        wait(partial(gone, custom, name), "the policy gone once the operator is back")
+        assert not any(annotations(core_v1, namespace).values())
+        assert "Traceback" not in second.text()
     finally:
         delete_policy(custom, name)
