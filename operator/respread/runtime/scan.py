@@ -283,6 +283,14 @@ async def release_costs(
             done.reason,
         )
         out.append(done)
+    if out:
+        results = Counter(w.result.value for w in out)
+        log.info(
+            "RebalancePolicy %s: pod-deletion-cost taken back: %s; %d left for later scans",
+            policy.name,
+            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
+            plan.deferred,
+        )
     return out
 
 
