@@ -37,6 +37,9 @@ from respread.timestamps import parse_rfc3339
 FINALIZER: Final = "respread.io/deletion-cost"  # on a policy while costs it wrote may remain
 FINALIZER_TIMEOUT: Final = 600.0  # seconds after deletion: the finalizer is then removed anyway
 RELEASE_INTERVAL: Final = 10.0  # seconds between passes over a policy being deleted
+# A pass finding nothing left removes the finalizer only this long after this operator saw the
+# deletion: a write made by a scan that was running then has reached the watch cache by then.
+SETTLE: Final = 5.0
 
 
 class Action(StrEnum):
@@ -65,6 +68,7 @@ class Lifecycle:
 
     deleting_since: float | None = None  # metadata.deletionTimestamp (epoch seconds)
     finalizer: bool = False  # respread's finalizer is in metadata.finalizers
+    seen: float | None = None  # when this operator saw the deletion first (its own clock)
 
 
 NOT_DELETING: Final = Lifecycle()
@@ -197,6 +201,11 @@ def cost_event(counts: CostCounts) -> tuple[str, bool, str] | None:
         "pod-deletion-cost: " + ", ".join(parts) + f"; {counts.managed} pod(s) carry this"
         " policy's cost",
     )
+
+
+def settled(lifecycle: Lifecycle, now: float) -> bool:
+    """Long enough since the deletion was seen for the watch cache to hold every write."""
+    return lifecycle.seen is None or now - lifecycle.seen >= SETTLE
 
 
 def finalizer_due(lifecycle: Lifecycle, now: float) -> bool:

@@ -10,7 +10,13 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
-from respread.cost_release import FINALIZER, FINALIZER_TIMEOUT, RELEASE_INTERVAL, Lifecycle
+from respread.cost_release import (
+    FINALIZER,
+    FINALIZER_TIMEOUT,
+    RELEASE_INTERVAL,
+    SETTLE,
+    Lifecycle,
+)
 from respread.kube.annotations import CostResult, CostWrite
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings, RemediationSettings
 from respread.runtime import scan as scan_module
@@ -119,6 +125,10 @@ def deletion_pass(cache: ClusterCache, lifecycle: Lifecycle, now: float) -> None
         (("a",), Lifecycle(1000.0, True), ["a"], [False], [("DeletionCostUpdated", False)]),
         # nothing left: the finalizer goes, no Event
         ((), Lifecycle(1000.0, True), [], [False], []),
+        ((), Lifecycle(1000.0, True, seen=1000.0 - SETTLE), [], [False], []),
+        # ... but not within SETTLE of this operator seeing the deletion (a write of a scan
+        # running then may not be in the watch cache yet)
+        ((), Lifecycle(1000.0, True, seen=1000.0 - SETTLE + 1), [], [], []),
         # past the timeout with costs left: the finalizer goes anyway, with a Warning
         (
             ("a", "b", "c"),
@@ -167,7 +177,10 @@ def test_a_policy_being_deleted_is_passed_over_every_release_interval_and_covers
     app.schedule(other, "uid-q")
     assert [p.name for p in app.others("q")] == ["p"]
     app.schedule(POLICY, "uid", Lifecycle(deleting_since=1.0, finalizer=True))
+    seen = app.lifecycles["p"].seen
+    assert seen is not None  # when this operator saw the deletion
     app.schedule(POLICY, "uid", Lifecycle(deleting_since=1.0, finalizer=True))  # no change
+    assert app.lifecycles["p"].seen == seen
     assert [job for job, _ in scheduler.jobs] == ["p", "q", "p"]
     assert scheduler.jobs[-1][1].interval.total_seconds() == RELEASE_INTERVAL
     assert app.others("q") == []  # a policy being deleted keeps no other's costs

@@ -146,6 +146,9 @@ class App:
         previous = self.policies.get(policy.name)
         was_deleting = self.lifecycles.get(policy.name, NOT_DELETING).deleting_since is not None
         deleting = lifecycle.deleting_since is not None
+        if deleting:  # when this operator saw the deletion first, on its own clock
+            seen = self.lifecycles.get(policy.name, NOT_DELETING).seen
+            lifecycle = replace(lifecycle, seen=seen if was_deleting else time.time())
         self.policies[policy.name] = (policy, uid)
         self.lifecycles[policy.name] = lifecycle
         if (

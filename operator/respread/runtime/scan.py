@@ -30,6 +30,7 @@ from respread.cost_release import (
     ordered_pods,
     plan_conflicts,
     plan_releases,
+    settled,
     tagged,
 )
 from respread.deletion_cost import CostPlan, plan_costs
@@ -413,7 +414,7 @@ async def take_back(
         reason, warning, message = event
         await _tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
     timed_out = finalizer_due(lifecycle, now)
-    if counts.managed == 0 or timed_out:
+    if (counts.managed == 0 and settled(lifecycle, now)) or timed_out:
         if counts.managed:
             await _tell_policy(
                 api,
