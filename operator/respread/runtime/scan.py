@@ -41,9 +41,9 @@ from respread.kube.writer import PolicyGoneError, patch_status, post_event, set_
 from respread.model import ClusterState, Pod
 from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
-from respread.remediation import apply_remediation
+from respread.remediation import apply_remediation, defer_surged
 from respread.report import build_report
-from respread.runtime import metrics
+from respread.runtime import metrics, surges
 from respread.runtime.cache import ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.status import (
@@ -52,6 +52,7 @@ from respread.status import (
     cooldowns_status,
     failed_scan_status,
 )
+from respread.surge import SurgeReport, hold_costs, plan_surges
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class Computed:
     report: dict[str, Any]
     known: frozenset[ViolationKey]  # the violations known before this scan
     costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
+    surge: SurgeReport | None = None  # surge moves planned, skipped and in flight
 
 
 def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRef]:
@@ -117,13 +119,15 @@ def _compute(
     result = apply_remediation(
         plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
     )
+    surge = plan_surges(analysis, result, policy, now)
+    result = defer_surged(result, surge.busy)
     settings = policy.remediation.deletion_cost
-    costs = plan_costs(analysis, settings) if settings.enabled else None
-    report = build_report(analysis, result, policy, memory.previous, costs=costs)
+    costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
+    report = build_report(analysis, result, policy, memory.previous, costs=costs, surge=surge)
     known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
     memory.carry_causes(report)
     memory.remember(analysis)
-    return Computed(analysis, result, report, known, costs)
+    return Computed(analysis, result, report, known, costs, surge)
 
 
 def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
@@ -436,6 +440,24 @@ async def take_back(
     memory.last_scan = now
 
 
+async def _surges(
+    api: client.ApiClient,
+    cache: ClusterCache,
+    policy: RebalancePolicy,
+    computed: Computed,
+    *,
+    now: float,
+    acting: Acting,
+) -> list[surges.SurgeEvent]:
+    """Surge moves: started (Enforce) and advanced; a follower advances them until done."""
+    surge = computed.surge
+    if surge is None or not (surge.in_flight or (surge.plans and policy.mode is Mode.ENFORCE)):
+        return []
+    events = await surges.run_round(api, policy, surge, now, acting)
+    surges.follow(api, cache, policy, acting)
+    return events
+
+
 async def _tell_policy(
     api: client.ApiClient,
     policy: RebalancePolicy,
@@ -545,6 +567,7 @@ async def run_scan(
             counts = tally(
                 state.pods, policy.name, computed.costs, writes=[], releases=None, released=[]
             )
+        surge_events = await _surges(api, cache, policy, computed, now=now, acting=acting)
         status = build_status(
             computed.report,
             policy,
@@ -572,11 +595,21 @@ async def run_scan(
                 warning=warning,
                 message=message,
             )
-        event = cost_event(counts)
-        if event is not None:
+        told = cost_event(counts)
+        if told is not None:
             _check(acting)
-            reason, warning, message = event
+            reason, warning, message = told
             await _tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
+        for event in surge_events:
+            _check(acting)
+            await _tell_policy(
+                api,
+                policy,
+                policy_uid,
+                event.reason,
+                warning=event.warning,
+                message=f"{event.workload}: {event.message}",
+            )
         failed_evictions = [e for e in executions if e.state == "Failed"]
         if failed_evictions:
             _check(acting)
