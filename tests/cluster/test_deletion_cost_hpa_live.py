@@ -23,6 +23,9 @@ from typing import Any
 import pytest
 from kube_harness import ControlPlane
 from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
     pods_per_zone,
     scanned_after,
@@ -38,7 +41,6 @@ from kubernetes.client.exceptions import ApiException
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
 STEPS = (6, 9, 4, 8, 3, 9, 5, 7, 2)  # from 9: down, up, down, ...
 

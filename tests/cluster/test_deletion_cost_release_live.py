@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kube_harness import ControlPlane
 from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
     list_pods,
     scanned_after,
@@ -43,7 +46,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 RESPREAD_KEYS = (DELETION_COST, COST_POLICY, COST_WRITTEN)
 
 
