@@ -1165,6 +1165,41 @@ SCHEMA: dict[str, Any] = {
                     "maxItems": 500,
                     "type": "array",
                 },
+                "deletionCost": {
+                    "description": "What the last scan "
+                    "did with "
+                    "pod-deletion-cost "
+                    "(spec.remediation.deletionCost): "
+                    "costs written, "
+                    "taken back "
+                    "(removed, or handed "
+                    "over to another "
+                    "policy that writes "
+                    "costs), left alone "
+                    "(conflicts: another "
+                    "field manager owns "
+                    "them), skipped (the "
+                    "pod changed since "
+                    "the scan), failed, "
+                    "left for later "
+                    "scans by "
+                    "maxPatchesPerScan, "
+                    "and the live pods "
+                    "whose cost this "
+                    "policy wrote "
+                    "(managed).",
+                    "properties": {
+                        "conflicts": {"minimum": 0, "type": "integer"},
+                        "failed": {"minimum": 0, "type": "integer"},
+                        "handedOver": {"minimum": 0, "type": "integer"},
+                        "leftForLaterScans": {"minimum": 0, "type": "integer"},
+                        "managed": {"minimum": 0, "type": "integer"},
+                        "removed": {"minimum": 0, "type": "integer"},
+                        "skipped": {"minimum": 0, "type": "integer"},
+                        "written": {"minimum": 0, "type": "integer"},
+                    },
+                    "type": "object",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "plan": {

@@ -51,6 +51,9 @@ from respread.timestamps import parse_rfc3339
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
 DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+# Written with each cost respread writes (cost_release.py): the policy, and the value written.
+COST_POLICY: Final = "respread.io/deletion-cost-policy"
+COST_WRITTEN: Final = "respread.io/deletion-cost-written"
 
 # Annotations the pipeline reads; every other annotation is dropped at load time.
 KEPT_ANNOTATIONS = frozenset(
@@ -61,6 +64,8 @@ KEPT_ANNOTATIONS = frozenset(
         "kubernetes.io/config.mirror",
         "deployment.kubernetes.io/revision",
         DELETION_COST,
+        COST_POLICY,
+        COST_WRITTEN,
     }
 )
 

@@ -35,6 +35,12 @@ EVICTIONS = Counter(
     ["policy", "result"],
     registry=REGISTRY,
 )
+COST_PATCHES = Counter(
+    "respread_deletion_cost_patches_total",
+    "pod-deletion-cost patches attempted (writes, and costs taken back), by result",
+    ["policy", "result"],
+    registry=REGISTRY,
+)
 SCAN_SECONDS = Histogram(
     "respread_scan_duration_seconds", "Time taken by a scan", ["policy"], registry=REGISTRY
 )
