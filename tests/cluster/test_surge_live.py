@@ -30,10 +30,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
+    GROUP,
     HOSTNAME_LABEL,
+    OPERATOR_USER,
+    PLURAL,
     POOL_LABEL,
+    VERSION,
     ZONE_LABEL,
     FakeNodes,
+    evictions,
     list_pods,
     pod_is_ready,
     pods_per_zone,
@@ -54,9 +59,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
-
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
-OPERATOR_USER = "system:serviceaccount:respread-system:respread"
 
 
 def budget(name: str) -> dict[str, Any]:
@@ -206,14 +208,6 @@ def operator_writes(audit: AuditLog, since: int) -> list[dict[str, Any]]:
         and (e.get("user") or {}).get("username") == OPERATOR_USER
         and e.get("verb") in ("create", "patch", "update", "delete")
         and (e.get("objectRef") or {}).get("resource") in ("deployments", "pods")
-    ]
-
-
-def evictions(audit: AuditLog, since: int) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in audit.events(since)
-        if (e.get("objectRef") or {}).get("subresource") == "eviction"
     ]
 
 
