@@ -30,16 +30,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from itertools import pairwise
 from typing import Final
 
-from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
+from respread.analysis import Analysis, Members, WorkloadRef, workload_of
 from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
-from respread.spread import CountTable, pod_counts
+from respread.spread import CountTable, SpreadIndex, pod_counts
 
 FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
 ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
@@ -159,11 +159,19 @@ class CostPlan:
 
 @dataclass(frozen=True, slots=True)
 class _Check:
-    """One group a removal must keep within maxSkew: members (live view) and a constraint."""
+    """One group a removal must keep within maxSkew: members (live view) and a constraint.
+
+    ``classes`` is what analysis.violating_nodes reads of each node standing for a class: its
+    value of the key (None: unresolvable) and 1 when the node's own pod is taken out of the
+    count before judging it (the members are counted and the node is eligible)."""
 
     members: Members
     tables: tuple[CountTable, ...]
     index: int
+    classes: Mapping[str, tuple[str | None, int]]
+    limit: int  # maxSkew, less one when the members count themselves
+    min_domains: int
+    min_applies: bool  # enough eligible domains for minDomains to leave the minimum as it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +181,23 @@ class _Context:
     analysis: Analysis
     members_by_namespace: Mapping[str, tuple[Members, ...]]
     balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
+    # (id(members), constraint) -> its nodes merged by class, and the node standing for each
+    classes: dict[tuple[int, int], tuple[dict[str, tuple[Pod, ...]], dict[str, str]]] = field(
+        default_factory=dict
+    )
+
+    def by_class(
+        self, m: Members, constraint: int, eligible: Mapping[str, str]
+    ) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
+        """_by_class once per scan (the analysis holds ``m``, so its id is not reused); the
+        caller gets its own copy of the view, which its simulation changes."""
+        found = self.classes.get((id(m), constraint))
+        if found is None:
+            key = m.profile.constraints[constraint].key
+            found = self.classes[(id(m), constraint)] = _by_class(
+                m, self.analysis.index.nodes, key, eligible
+            )
+        return dict(found[0]), found[1]
 
     @classmethod
     def of(cls, analysis: Analysis) -> _Context:
@@ -200,6 +225,30 @@ def _by_class(
         rep_of[node] = rep
         grouped.setdefault(rep, []).extend(pods)
     return {rep: tuple(pods) for rep, pods in grouped.items()}, rep_of
+
+
+def _prepared(
+    index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
+) -> _Check:
+    """A check with what analysis.violating_nodes reads of each of its nodes, read once."""
+    profile = members.profile
+    c = profile.constraints[constraint]
+    table = tables[constraint]
+    selected = bool(members.by_node) and index.counts_pod(c.selector, members.labels)
+    eligible = table.space.node_domain
+    classes = {
+        node: (index.nodes[node].labels.get(c.key), 1 if selected and node in eligible else 0)
+        for node in members.by_node
+    }
+    return _Check(
+        members,
+        tables,
+        constraint,
+        classes,
+        c.max_skew - (1 if profile.self_match[constraint] else 0),
+        c.min_domains,
+        table.space.size >= c.min_domains,
+    )
 
 
 class _Simulation:
@@ -259,8 +308,8 @@ class _Simulation:
                     originals = index.tables(m.profile)
                     tables = tuple(copy_of(t) for t in originals)
                 number = len(self.checks)
-                live, rep_of = _by_class(m, index.nodes, m.profile.constraints[i].key, space)
-                self.checks.append(_Check(Members(m.workload, m.profile, live), tables, i))
+                live, rep_of = context.by_class(m, i, space)
+                self.checks.append(_prepared(index, Members(m.workload, m.profile, live), tables, i))
                 self._misplaced.append(None)
                 checks_of_table[id(tables[i])].append(number)
                 if own:
@@ -315,12 +364,25 @@ class _Simulation:
         return total
 
     def _count(self, number: int) -> int:
+        """analysis.violating_nodes' judgement of the check's members, summed, with what it
+        reads of each node prepared once (_prepared)."""
         check = self.checks[number]
-        m = check.members
+        live = check.members.by_node
         value = 0
-        if m.by_node:
-            bad = violating_nodes(self.index, m, check.tables, check.index)
-            value = sum(len(m.by_node[n]) for n in bad)
+        if live:
+            table = check.tables[check.index]
+            counts = table.counts
+            gmin = table.global_min(check.min_domains)
+            limit, min_applies, classes = check.limit, check.min_applies, check.classes
+            for node, pods in live.items():
+                domain, own = classes[node]
+                if domain is None:
+                    value += len(pods)
+                    continue
+                match = counts.get(domain, 0) - own
+                floor = match if own and min_applies and match < gmin else gmin
+                if match - floor > limit:
+                    value += len(pods)
         self._misplaced[number] = value
         return value
 
