@@ -68,10 +68,8 @@ def with_costs_written(state: Any, plan: Any) -> Any:
     pods = []
     for pod in state.pods:
         cost = wanted.get(pod.key)
-        if cost is not None:
-            notes = Labels({**pod.annotations, DELETION_COST: str(cost)})
-            pod = dataclasses.replace(pod, annotations=notes)
-        pods.append(pod)
+        notes = Labels({**pod.annotations, DELETION_COST: str(cost)})
+        pods.append(pod if cost is None else dataclasses.replace(pod, annotations=notes))
     return dataclasses.replace(state, pods=tuple(pods))
 
 
@@ -114,8 +112,9 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
 
 def _run_side(src: Path, state: Path, repeats: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--state", str(state), "--src", str(src)]
-    out = subprocess.run([*cmd, "--repeats", str(repeats), "--json"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [*cmd, "--repeats", str(repeats), "--json"], check=True, capture_output=True, text=True
+    ).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -126,19 +125,24 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
         for side, src in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
             res = _run_side(src, state, repeats)
             runs[side].append(res)
-            print(f"round {r + 1} {side}: cold {res['cold']:.2f}s steady {res['steady']:.2f}s"
-                  f" analyze {res['analyze']:.2f}s digests {res['cold_digest']}"
-                  f"/{res['steady_digest']}", flush=True)
+            print(
+                f"round {r + 1} {side}: cold {res['cold']:.2f}s steady {res['steady']:.2f}s"
+                f" analyze {res['analyze']:.2f}s digests {res['cold_digest']}"
+                f"/{res['steady_digest']}",
+                flush=True,
+            )
     same = True
     for key in ("cold_digest", "steady_digest"):
         values = {r[key] for side in runs.values() for r in side}
         same &= len(values) == 1
     for side, src in (("A", a), ("B", b)):
         res = runs[side]
-        print(f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s,"
-              f" steady {statistics.median(r['steady'] for r in res):.2f}s,"
-              f" analyze {statistics.median(r['analyze'] for r in res):.2f}s"
-              f" ({res[0]['ordered_pods']} ordered pods in {res[0]['replica_sets']} ReplicaSets)")
+        print(
+            f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s,"
+            f" steady {statistics.median(r['steady'] for r in res):.2f}s,"
+            f" analyze {statistics.median(r['analyze'] for r in res):.2f}s"
+            f" ({res[0]['ordered_pods']} ordered pods in {res[0]['replica_sets']} ReplicaSets)"
+        )
     print("plans identical (cold and steady)" if same else "PLANS DIFFER")
     return 0 if same else 1
 
@@ -173,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.state is None:
         parser.error("--state is required (or --pickle)")
     if args.ab:
-        return ab(args.ab[0].resolve(), args.ab[1].resolve(), args.state, args.rounds,
-                  args.repeats)
+        return ab(args.ab[0].resolve(), args.ab[1].resolve(), args.state, args.rounds, args.repeats)
     res = measure(args.src.resolve(), args.state, args.repeats)
     print(json.dumps(res) if args.json else res)
     return 0

@@ -309,7 +309,8 @@ class _Simulation:
                     tables = tuple(copy_of(t) for t in originals)
                 number = len(self.checks)
                 live, rep_of = context.by_class(m, i, space)
-                self.checks.append(_prepared(index, Members(m.workload, m.profile, live), tables, i))
+                view = Members(m.workload, m.profile, live)
+                self.checks.append(_prepared(index, view, tables, i))
                 self._misplaced.append(None)
                 checks_of_table[id(tables[i])].append(number)
                 if own:
@@ -578,9 +579,7 @@ def _domains(sim: _Simulation, pod: Pod) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
-def _kept_or_searched(
-    sim: _Simulation, pods: Sequence[Pod]
-) -> tuple[list[Pod], list[bool], bool]:
+def _kept_or_searched(sim: _Simulation, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
     """The order to give (the current costs' when they are as good as the search's), whether
     each state along it is within maxSkew, and whether it is the current costs' order.
 

@@ -1,0 +1,151 @@
+"""plan_costs on a generated cluster equals a straightforward reference, field by field.
+
+The reference is the algorithm as first written: every ReplicaSet's order searched, then
+compared with the current costs' order, and every state judged by analysis.violating_nodes
+itself. The fast paths (the current order kept without a search when it keeps maxSkew in every
+state; the judgement with each node's reads prepared once) must give the same CostPlan on the
+cluster as generated (no costs), with every wanted cost written (the steady state), and with
+some written costs reversed (a current order the search must be compared with).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from respread import deletion_cost
+from respread.analysis import Analysis, analyze, violating_nodes
+from respread.deletion_cost import (
+    CostPlan,
+    OrderState,
+    _quality,
+    _ranked_by_cost,
+    _Simulation,
+    plan_costs,
+    removal_order,
+    replay,
+)
+from respread.model import ClusterState, Labels, Pod
+from respread.policy import DEFAULT_POLICY, DeletionCostSettings
+from respread.snapshot import DELETION_COST, load_documents
+
+GENERATE = Path(__file__).resolve().parents[2] / "bench" / "generate.py"
+SETTINGS = DeletionCostSettings(enabled=True)
+
+
+@cache
+def generated(nodes: int, pods: int, seed: int) -> ClusterState:
+    spec = importlib.util.spec_from_file_location("bench_generate", GENERATE)
+    assert spec is not None and spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    loaded = load_documents(("generated", m) for m in module.generate(nodes, pods, seed))
+    assert not loaded.problems
+    return loaded.state
+
+
+def reference_kept_or_searched(
+    sim: _Simulation, pods: Sequence[Pod]
+) -> tuple[list[Pod], list[bool], bool]:
+    computed = removal_order(sim, pods)
+    for pod, _ in reversed(computed):
+        sim.restore(pod)
+    order = [p for p, _ in computed]
+    safe = [ok for _, ok in computed]
+    today = _ranked_by_cost(pods)
+    if today is not None:
+        safe_today = replay(sim, today)
+        if _quality(safe_today) >= _quality(safe):
+            return today, safe_today, True
+    return order, safe, False
+
+
+def reference_count(sim: _Simulation, number: int) -> int:
+    check = sim.checks[number]
+    m = check.members
+    value = 0
+    if m.by_node:
+        bad = violating_nodes(sim.index, m, check.tables, check.index)
+        value = sum(len(m.by_node[n]) for n in bad)
+    sim._misplaced[number] = value
+    return value
+
+
+def reference(analysis: Analysis, monkeypatch: pytest.MonkeyPatch) -> CostPlan:
+    with monkeypatch.context() as patched:
+        patched.setattr(deletion_cost, "_kept_or_searched", reference_kept_or_searched)
+        patched.setattr(_Simulation, "_count", reference_count)
+        return plan_costs(analysis, SETTINGS)
+
+
+def as_fields(plan: CostPlan) -> list[object]:
+    """Every field a report or a patch reads (the pods by key: the states hold other objects)."""
+    out: list[object] = []
+    for o in plan.orders:
+        out.append((o.workload, o.replica_set, o.safe_steps, o.state, o.message))
+        out.extend(
+            (
+                p.pod.key,
+                p.rank,
+                p.tier,
+                p.desired,
+                p.current,
+                p.within_max_skew,
+                p.domains,
+                p.foreign,
+            )
+            for p in o.pods
+        )
+    out.append(plan.excluded)
+    out.append([(p.pod.key, p.desired) for p in plan.patches])
+    out.append(plan.deferred_patches)
+    return out
+
+
+def with_costs(state: ClusterState, costs: dict[str, int]) -> ClusterState:
+    pods = tuple(
+        dataclasses.replace(p, annotations=Labels({**p.annotations, DELETION_COST: str(c)}))
+        if (c := costs.get(p.key)) is not None
+        else p
+        for p in state.pods
+    )
+    return dataclasses.replace(state, pods=pods)
+
+
+def wanted_costs(plan: CostPlan, *, reverse_every: int = 0) -> dict[str, int]:
+    """The costs the plan writes; every ``reverse_every``-th ReplicaSet's reversed."""
+    out: dict[str, int] = {}
+    for n, o in enumerate(plan.orders):
+        if o.state is not OrderState.CHANGES:
+            continue
+        costs = [p.desired for p in o.pods]
+        if reverse_every and n % reverse_every == 0:
+            costs.reverse()
+        out.update((p.pod.key, c) for p, c in zip(o.pods, costs, strict=True))
+    return out
+
+
+@pytest.mark.parametrize(("nodes", "pods", "seed"), [(120, 3600, 1), (90, 2700, 2)])
+def test_plan_costs_equals_the_reference(
+    nodes: int, pods: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = generated(nodes, pods, seed)
+    cold = analyze(state, DEFAULT_POLICY)
+    first = plan_costs(cold, SETTINGS)
+    assert as_fields(first) == as_fields(reference(cold, monkeypatch))
+    assert any(o.safe_steps < len(o.pods) for o in first.orders)  # no order keeps maxSkew
+    for reverse_every in (0, 3):
+        changed = with_costs(state, wanted_costs(first, reverse_every=reverse_every))
+        analysis = analyze(changed, DEFAULT_POLICY)
+        fast = plan_costs(analysis, SETTINGS)
+        assert as_fields(fast) == as_fields(reference(analysis, monkeypatch))
+        kept = sum(o.state is OrderState.UNCHANGED for o in fast.orders)
+        assert kept > len(fast.orders) // 2
