@@ -36,6 +36,7 @@ from itertools import pairwise
 from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, workload_of
+from respread.cost_memo import CostMemo, Remembered, ScanKeys
 from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
@@ -608,10 +609,53 @@ def order_replica_set(
     settings: DeletionCostSettings,
 ) -> ReplicaSetOrder:
     """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
+    found = _ordered(context, workload, pods)
+    return _assembled(workload, replica_set, pods, found, settings)
+
+
+def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
+    """The order simulated, by positions in ``pods``, in the form the memo keeps."""
     sim = _Simulation(context, workload, pods)
     order, safe, keep = _kept_or_searched(sim, pods)
+    position = {id(p): i for i, p in enumerate(pods)}
+    return Remembered(
+        tuple(position[id(p)] for p in order),
+        tuple(safe),
+        keep,
+        tuple(_domains(sim, p) for p in order),
+    )
+
+
+def _remembered(
+    context: _Context,
+    keys: ScanKeys,
+    workload: WorkloadRef,
+    pods: Sequence[Pod],
+    replica_set: str,
+) -> Remembered:
+    """The order an earlier scan found for exactly these inputs, else the simulated one."""
+    key = keys.replica_set(workload, replica_set, pods)
+    found = keys.memo.recall(key)
+    if found is None:
+        found = _ordered(context, workload, pods)
+        keys.memo.store(key, found)
+    return found
+
+
+def _assembled(
+    workload: WorkloadRef,
+    replica_set: str,
+    pods: Sequence[Pod],
+    found: Remembered,
+    settings: DeletionCostSettings,
+) -> ReplicaSetOrder:
+    """The order's costs, what changes and the message, for the pods as they are now."""
+    keep, safe = found.kept, found.safe
     entries = []
-    for rank, (pod, ok) in enumerate(zip(order, safe, strict=True)):
+    for rank, (position, ok, domains) in enumerate(
+        zip(found.order, safe, found.domains, strict=True)
+    ):
+        pod = pods[position]
         now = current_cost(pod)
         entries.append(
             PodCost(
@@ -621,7 +665,7 @@ def order_replica_set(
                 desired=now if keep and now is not None else rank + 1,
                 current=now,
                 within_max_skew=ok,
-                domains=_domains(sim, pod),
+                domains=domains,
                 foreign=foreign_managers(pod),
             )
         )
@@ -683,8 +727,13 @@ def _exclusion(workload: WorkloadRef) -> str:
     )
 
 
-def plan_costs(analysis: Analysis, settings: DeletionCostSettings) -> CostPlan:
-    """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write."""
+def plan_costs(
+    analysis: Analysis, settings: DeletionCostSettings, memo: CostMemo | None = None
+) -> CostPlan:
+    """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write.
+
+    ``memo``, kept by the caller from one scan to the next, reuses the orders of ReplicaSets
+    whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it."""
     index = analysis.index
     ordered: dict[WorkloadRef, bool] = {}
     excluded: dict[WorkloadRef, int] = defaultdict(int)
@@ -708,15 +757,17 @@ def plan_costs(analysis: Analysis, settings: DeletionCostSettings) -> CostPlan:
         replica_sets[key].append(pod)
         owners[key] = workload
     context = _Context.of(analysis)
+    in_order = sorted(replica_sets.items(), key=lambda kv: (owners[kv[0]], kv[0]))
+    if memo is None:
+        found = [_ordered(context, owners[key], pods) for key, pods in in_order]
+    else:
+        memo.begin_scan()
+        keys = ScanKeys(memo, analysis, context.members_by_namespace, context.balanced)
+        found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
+        memo.end_scan()
     orders = tuple(
-        order_replica_set(
-            context,
-            workload=owners[key],
-            replica_set=key[1],
-            pods=pods,
-            settings=settings,
-        )
-        for key, pods in sorted(replica_sets.items(), key=lambda kv: (owners[kv[0]], kv[0]))
+        _assembled(owners[key], key[1], pods, f, settings)
+        for (key, pods), f in zip(in_order, found, strict=True)
     )
     patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
     return CostPlan(
