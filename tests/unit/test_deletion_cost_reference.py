@@ -5,7 +5,10 @@ compared with the current costs' order, and every state judged by analysis.viola
 itself. The fast paths (the current order kept without a search when it keeps maxSkew in every
 state; the judgement with each node's reads prepared once) must give the same CostPlan on the
 cluster as generated (no costs), with every wanted cost written (the steady state), and with
-some written costs reversed (a current order the search must be compared with).
+some written costs reversed (a current order the search must be compared with). A CostMemo
+carried from scan to scan over those states, and over small changes that touch what a
+remembered order read (a node's zone, a pod of another workload counted by a selector, a pod's
+readiness), must give the same plans as the reference too: never a stale order.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 
 from respread import deletion_cost
 from respread.analysis import Analysis, analyze, violating_nodes
+from respread.cost_memo import CostMemo
 from respread.deletion_cost import (
     CostPlan,
     OrderState,
@@ -32,7 +36,7 @@ from respread.deletion_cost import (
     removal_order,
     replay,
 )
-from respread.model import ClusterState, Labels, Pod
+from respread.model import ClusterState, Labels, Node, Pod
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.snapshot import DELETION_COST, load_documents
 
@@ -149,3 +153,85 @@ def test_plan_costs_equals_the_reference(
         assert as_fields(fast) == as_fields(reference(analysis, monkeypatch))
         kept = sum(o.state is OrderState.UNCHANGED for o in fast.orders)
         assert kept > len(fast.orders) // 2
+
+
+def check(state: ClusterState, memo: CostMemo, monkeypatch: pytest.MonkeyPatch) -> CostPlan:
+    analysis = analyze(state, DEFAULT_POLICY)
+    with_memo = plan_costs(analysis, SETTINGS, memo)
+    assert as_fields(with_memo) == as_fields(reference(analysis, monkeypatch))
+    return with_memo
+
+
+def changes(state: ClusterState, first: CostPlan) -> list[ClusterState]:
+    """Small edits of what remembered orders read, each from the state given."""
+    ordered = [o for o in first.orders if len(o.pods) > 2]
+    pod = ordered[0].pods[0].pod
+    node_name = pod.node_name
+    relabelled = [
+        Node(
+            n.name,
+            Labels({**n.labels, "topology.kubernetes.io/zone": "elsewhere"}),
+            n.taints,
+            n.unschedulable,
+            n.allocatable,
+            n.max_pods,
+            n.ready,
+            n.created,
+        )
+        if n.name == node_name
+        else n
+        for n in state.nodes
+    ]
+    gone = [p for p in state.pods if p.key != ordered[1].pods[-1].pod.key]
+    unready = [
+        dataclasses.replace(p, ready=False) if p.key == ordered[2].pods[-1].pod.key else p
+        for p in state.pods
+    ]
+    neighbour = next(
+        p
+        for p in state.pods
+        if p.namespace == pod.namespace
+        and p.owner is not None
+        and p.owner.name != ordered[0].replica_set
+    )
+    moved = [
+        dataclasses.replace(p, node_name=node_name) if p.key == neighbour.key else p
+        for p in state.pods
+    ]
+    # pods without constraints that the ReplicaSet's selectors count: only the counts change
+    last = ordered[0].pods[-1].pod
+    uncounted = tuple(
+        dataclasses.replace(
+            last,
+            name=f"{last.name}-copy{n}",
+            uid=None,
+            owner=None,
+            annotations=Labels(),
+            spec=dataclasses.replace(last.spec, constraints=()),
+        )
+        for n in range(3)
+    )
+    return [
+        dataclasses.replace(state, pods=(*state.pods, *uncounted)),
+        dataclasses.replace(state, nodes=tuple(relabelled)),
+        dataclasses.replace(state, pods=tuple(gone)),
+        dataclasses.replace(state, pods=tuple(unready)),
+        dataclasses.replace(state, pods=tuple(moved)),
+    ]
+
+
+@pytest.mark.parametrize(("nodes", "pods", "seed"), [(120, 3600, 1), (90, 2700, 2)])
+def test_a_memo_across_scans_gives_the_reference_plans(
+    nodes: int, pods: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = generated(nodes, pods, seed)
+    memo = CostMemo()
+    first = check(state, memo, monkeypatch)
+    assert as_fields(check(state, memo, monkeypatch)) == as_fields(first)  # all remembered
+    written = with_costs(state, wanted_costs(first))
+    reversed_some = with_costs(state, wanted_costs(first, reverse_every=3))
+    for changed in (written, reversed_some, written, state):
+        check(changed, memo, monkeypatch)
+    for changed in changes(written, first):
+        check(written, memo, monkeypatch)  # remembered, then read again after the change
+        check(changed, memo, monkeypatch)
