@@ -2,7 +2,8 @@
 
 The last eviction per workload (cooldown), the workloads whose evictions did not reduce their
 skew (loop protection, with an exponential back-off), the previous scan's view (causes), and
-the cause each ongoing violation was first given.
+the cause each ongoing violation was first given; and the deletion-cost orders of the last scan
+(respread.cost_memo), which only spare the next scan work.
 
 Each scan writes what a successor needs into the policy's status (the violations with their
 cause and `since`, and `status.cooldowns`); an operator that starts, or is elected leader,
@@ -19,6 +20,7 @@ from typing import Any
 
 from respread.analysis import Analysis, WorkloadRef
 from respread.causes import Cause, PreviousScan
+from respread.cost_memo import CostMemo
 from respread.status import WorkloadHistory, remembered, violation_key
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
@@ -34,6 +36,8 @@ class PolicyMemory:
     previous_status: Mapping[str, Any] | None = None
     last_scan: float | None = None
     causes: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
+    # exact: never changes a plan
+    cost_memo: CostMemo = field(default_factory=CostMemo, compare=False, repr=False)
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> PolicyMemory:

@@ -122,7 +122,8 @@ def _compute(
     surge = plan_surges(analysis, result, policy, now)
     result = defer_surged(result, surge.busy)
     settings = policy.remediation.deletion_cost
-    costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
+    ordered = plan_costs(analysis, settings, memory.cost_memo) if settings.enabled else None
+    costs = hold_costs(ordered, surge.busy)
     report = build_report(analysis, result, policy, memory.previous, costs=costs, surge=surge)
     known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
     memory.carry_causes(report)
