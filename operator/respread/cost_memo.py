@@ -29,8 +29,6 @@ from respread.model import Pod
 from respread.snapshot import DELETION_COST
 from respread.spread import CountTable, DomainSpace
 
-Domains = tuple[tuple[str, str], ...]
-
 
 @dataclass(frozen=True, slots=True)
 class Remembered:
@@ -39,7 +37,7 @@ class Remembered:
     order: tuple[int, ...]
     safe: tuple[bool, ...]
     kept: bool  # the current costs' order
-    domains: tuple[Domains, ...]  # of each pod in the order
+    keys: tuple[str, ...]  # the topology keys of the workload's hard constraints
 
 
 class CostMemo:

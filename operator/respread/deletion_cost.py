@@ -568,16 +568,18 @@ def _ranked_by_cost(pods: Sequence[Pod]) -> list[Pod] | None:
 # Per ReplicaSet, and for the whole cluster
 
 
-def _domains(sim: _Simulation, pod: Pod) -> tuple[tuple[str, str], ...]:
-    out: dict[str, str] = {}
-    if pod.node_name is None:
+def _own_keys(sim: _Simulation) -> tuple[str, ...]:
+    """The topology keys of the workload's hard constraints, each once, in order."""
+    return tuple(dict.fromkeys(c.members.profile.constraints[c.index].key for c in sim.own))
+
+
+def _domains(
+    keys: Sequence[str], nodes: Mapping[str, Node], pod: Pod
+) -> tuple[tuple[str, str], ...]:
+    node = None if pod.node_name is None else nodes.get(pod.node_name)
+    if node is None:
         return ()
-    node = sim.index.nodes.get(pod.node_name)
-    for check in sim.own:
-        key = check.members.profile.constraints[check.index].key
-        if node is not None and key in node.labels:
-            out[key] = node.labels[key]
-    return tuple(out.items())
+    return tuple((key, node.labels[key]) for key in keys if key in node.labels)
 
 
 def _kept_or_searched(sim: _Simulation, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
@@ -610,7 +612,8 @@ def order_replica_set(
 ) -> ReplicaSetOrder:
     """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
     found = _ordered(context, workload, pods)
-    return _assembled(workload, replica_set, pods, found, settings)
+    nodes = context.analysis.index.nodes
+    return _assembled(workload, replica_set, pods, found, nodes=nodes, settings=settings)
 
 
 def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
@@ -622,7 +625,7 @@ def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> R
         tuple(position[id(p)] for p in order),
         tuple(safe),
         keep,
-        tuple(_domains(sim, p) for p in order),
+        _own_keys(sim),
     )
 
 
@@ -647,14 +650,14 @@ def _assembled(
     replica_set: str,
     pods: Sequence[Pod],
     found: Remembered,
+    *,
+    nodes: Mapping[str, Node],
     settings: DeletionCostSettings,
 ) -> ReplicaSetOrder:
     """The order's costs, what changes and the message, for the pods as they are now."""
     keep, safe = found.kept, found.safe
     entries = []
-    for rank, (position, ok, domains) in enumerate(
-        zip(found.order, safe, found.domains, strict=True)
-    ):
+    for rank, (position, ok) in enumerate(zip(found.order, safe, strict=True)):
         pod = pods[position]
         now = current_cost(pod)
         entries.append(
@@ -665,7 +668,7 @@ def _assembled(
                 desired=now if keep and now is not None else rank + 1,
                 current=now,
                 within_max_skew=ok,
-                domains=domains,
+                domains=_domains(found.keys, nodes, pod),
                 foreign=foreign_managers(pod),
             )
         )
@@ -766,7 +769,7 @@ def plan_costs(
         found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
         memo.end_scan()
     orders = tuple(
-        _assembled(owners[key], key[1], pods, f, settings)
+        _assembled(owners[key], key[1], pods, f, nodes=index.nodes, settings=settings)
         for (key, pods), f in zip(in_order, found, strict=True)
     )
     patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
