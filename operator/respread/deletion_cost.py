@@ -19,7 +19,10 @@ ReplicaSet of a Deployment (or a ReplicaSet of its own) with hard spread constra
    pods make it impossible), each step takes the removal that leaves the fewest misplaced pods.
 4. The first pod to remove gets the lowest cost. Costs are written only when the order they
    give today differs from (and is worse than) the one computed: a current order that is as
-   good is kept, so a scale-in does not make every remaining pod's cost change.
+   good is kept, so a scale-in does not make every remaining pod's cost change. A current
+   order that keeps maxSkew in every state is as good as any, so it is kept without a search.
+5. The operator passes a CostMemo (cost_memo.py): a ReplicaSet whose inputs are all equal to
+   the last scan's gets the order found then, without a simulation.
 
 Pods whose cost annotation another field manager owns (metadata.managedFields) are conflicts:
 their ReplicaSet is left alone, unless the policy takes over. StatefulSets, DaemonSets, Jobs,
