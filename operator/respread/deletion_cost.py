@@ -36,10 +36,11 @@ from itertools import pairwise
 from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
+from respread.kernel import CountTable
 from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
-from respread.spread import CountTable, pod_counts
+from respread.spread import pod_counts
 
 FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
 ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})

@@ -37,6 +37,7 @@ from enum import StrEnum
 
 from respread.analysis import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.budgets import BudgetLedger, BudgetVerdict
+from respread.kernel import CountTable, SpreadRule, Verdict
 from respread.model import Labels, LabelSelector, Node, Pod
 from respread.nodesets import NodeSets
 from respread.placement import CapacityLedger
@@ -44,7 +45,7 @@ from respread.policy import RebalancePolicy
 from respread.safety import pinned, protection
 from respread.search import fewest_moves
 from respread.selectors import narrowing
-from respread.spread import CountTable, Profile, SpreadIndex, Verdict, check_constraint
+from respread.spread import Profile, SpreadIndex, rule
 
 
 class StepState(StrEnum):
@@ -134,15 +135,14 @@ class Trial:
     reason: str
 
 
-# One constraint as ``_Simulation.judge`` prepares it: index, topology key, counts, the
-# eligible nodes' domains (empty when the members are not counted), global minimum, whether
-# minDomains is unmet, and the most a domain may hold above the minimum.
-_Rule = tuple[int, str, Mapping[str, int], Mapping[str, str], int, bool, int]
+# One constraint as ``_Simulation.judge`` prepares it for the counts as they stand: index,
+# topology key, counts, the eligible nodes' domains (empty when the members are not counted),
+# global minimum, and the rule's ceilings for members not counted and counted.
+_Rule = tuple[int, str, Mapping[str, int], Mapping[str, str], int, int, int]
 
 
-# The same before the counts are read: index, key, table, eligible nodes' domains (or none),
-# whether minDomains is unmet, the most above the minimum.
-_RuleShape = tuple[int, str, CountTable, Mapping[str, str], bool, int]
+# The same before the counts are read: the rule, its table, eligible nodes' domains (or none).
+_RuleShape = tuple[SpreadRule, CountTable, Mapping[str, str]]
 
 # A table of ``_Simulation.by_namespace``: its place there, id, selector, the table itself.
 _TableEntry = tuple[int, int, LabelSelector | None, CountTable]
@@ -307,16 +307,20 @@ class _Simulation:
             selected = self.selected(m)
             rules = []
             for i in self.wanted(profile) if only is None else [only]:
-                c = profile.constraints[i]
-                table = tables[i]
-                small = table.space.size < c.min_domains
-                limit = c.max_skew - (1 if profile.self_match[i] else 0)
-                node_domain = table.space.node_domain if selected[i] else {}
-                rules.append((i, c.key, table, node_domain, small, limit))
+                node_domain = tables[i].space.node_domain if selected[i] else {}
+                rules.append((rule(profile, i), tables[i], node_domain))
             self._rules[(id(m), only)] = rules
         return [
-            (i, key, table.counts, node_domain, 0 if small else table.raw_min(), small, limit)
-            for i, key, table, node_domain, small, limit in rules
+            (
+                r.index,
+                r.key,
+                table.counts,
+                node_domain,
+                table.global_min(r.min_domains),
+                r.ceiling(table),
+                r.ceiling(table, counted=True),
+            )
+            for r, table, node_domain in rules
         ]
 
     def selected(self, m: Members) -> tuple[bool, ...]:
@@ -332,7 +336,8 @@ class _Simulation:
     def verdict(self, m: Members, node_name: str, failing: tuple[int, bool]) -> Verdict:
         index, counted = failing
         table = self.tables_of[id(m)][index]
-        return check_constraint(m.profile, index, table, self.nodes[node_name], counted)
+        value = self.node_labels[node_name].get(m.profile.constraints[index].key)
+        return rule(m.profile, index).verdict(table, value, counted)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
         """The members' misplaced pods: under any wanted constraint, or under one."""
@@ -493,12 +498,10 @@ class _Simulation:
         return None, f"no node would take the replacement ({self._refusal(refused) or 'no nodes'})"
 
     def _passing(self, profile: Profile, index: int, table: CountTable) -> int:
-        """The nodes where ``check_constraint`` passes the constraint (not counted), as a set."""
-        c = profile.constraints[index]
-        has_key, by_value = self.node_sets.domains(c.key)
-        # check_constraint passes a node iff its domain's count is at most this
-        self_match = 1 if profile.self_match[index] else 0
-        limit = c.max_skew + table.global_min(c.min_domains) - self_match
+        """The nodes where the Filter passes the constraint (not counted), as a set."""
+        judge = rule(profile, index)
+        has_key, by_value = self.node_sets.domains(judge.key)
+        limit = judge.ceiling(table)
         passing = has_key
         if limit < 0:  # not even an empty domain passes: only the listed ones at or below it
             listed = 0
@@ -845,39 +848,28 @@ class _Simulation:
 
 
 def _fails(judge: list[_Rule], labels: Labels, node_name: str) -> tuple[int, bool] | None:
-    """``check_constraint`` inlined: the first rule members on this node fail, and whether
-    they are counted in it; or None."""
-    for i, key, counts, node_domain, gmin, small, limit in judge:
+    """The first rule members on this node fail (the rule's ceilings), and whether they are
+    counted in it; or None."""
+    for i, key, counts, node_domain, _, ceiling, ceiling_counted in judge:
         value = labels.get(key)
         if value is None:
             return i, False
-        match_num = counts.get(value, 0)
-        floor = gmin
-        counted = node_name in node_domain
-        if counted:
-            match_num -= 1
-            if match_num < floor and not small:
-                floor = match_num
-        if match_num - floor > limit:
-            return i, counted
+        if node_name in node_domain:
+            if counts.get(value, 0) > ceiling_counted:
+                return i, True
+        elif counts.get(value, 0) > ceiling:
+            return i, False
     return None
 
 
 def _failing(judge: list[_Rule], labels: Labels, node_name: str) -> list[int]:
     """Every rule members on this node fail (``_fails`` stops at the first)."""
     out = []
-    for i, key, counts, node_domain, gmin, small, limit in judge:
+    for i, key, counts, node_domain, _, ceiling, ceiling_counted in judge:
         value = labels.get(key)
-        if value is None:
-            out.append(i)
-            continue
-        match_num = counts.get(value, 0)
-        floor = gmin
-        if node_name in node_domain:
-            match_num -= 1
-            if match_num < floor and not small:
-                floor = match_num
-        if match_num - floor > limit:
+        if value is None or counts.get(value, 0) > (
+            ceiling_counted if node_name in node_domain else ceiling
+        ):
             out.append(i)
     return out
 
