@@ -26,6 +26,11 @@ Protected pods (safety.py) and pods whose budget refuses any eviction are never 
 pod is tried instead. Pass 1 plans what this run may do within the policy's caps, cooldown and
 budgets; pass 2 goes on past them to find what later runs would do (Deferred) and so which
 violations can be fixed by eviction at all.
+
+The simulation is made of parts with one job each: the simulated counts (simcounts.py, on the
+Filter kernel, kernel.py), the eviction gate (evictor.py), the landing predictor (landing.py)
+and the victim strategy (victims.py); this module tries moves over them and keeps or undoes
+them, and holds the exhaustive search's space.
 """
 
 from __future__ import annotations
