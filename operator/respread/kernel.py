@@ -185,6 +185,13 @@ class SpreadRule:
             return -1
         return limit + 1 + table.global_min(self.min_domains)
 
+    def ceilings(self, table: CountTable) -> tuple[int, int, int]:
+        """The global minimum, and ``ceiling`` for a pod not counted and for one counted, at
+        once (the planner asks for all three for every group after every move)."""
+        gmin = table.global_min(self.min_domains)
+        limit = self.max_skew - self.self_match
+        return gmin, limit + gmin, (limit + 1 + gmin if limit >= 0 else -1)
+
     def fails(self, table: CountTable, value: str | None, counted: bool = False) -> bool:
         """Whether the Filter rejects a node whose value of the key is ``value`` (None: the
         node lacks the key)."""

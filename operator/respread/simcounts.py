@@ -204,15 +204,7 @@ class SimCounts:
                 rules.append((rule(profile, i), tables[i], node_domain))
             self._rules[(id(m), only)] = rules
         return [
-            (
-                r.index,
-                r.key,
-                table.counts,
-                node_domain,
-                table.global_min(r.min_domains),
-                r.ceiling(table),
-                r.ceiling(table, counted=True),
-            )
+            (r.index, r.key, table.counts, node_domain, *r.ceilings(table))
             for r, table, node_domain in rules
         ]
 

@@ -97,6 +97,11 @@ def test_the_count_state_follows_adds_removes_clones_and_undos(
         assert table.max_count() == max(values)
         for r in judged:
             assert table.global_min(r.min_domains) == (0 if size < r.min_domains else min(values))
+            assert r.ceilings(table) == (
+                table.global_min(r.min_domains),
+                r.ceiling(table),
+                r.ceiling(table, counted=True),
+            )
             for value in domains:
                 for counted in (False, True) if table.get(value) else (False,):
                     want = reference_fails(table.counts, domains, r, value, counted)
