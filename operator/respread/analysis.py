@@ -18,7 +18,7 @@ from respread.kernel import CountTable, FilterStatus
 from respread.model import ClusterState, Labels, Namespace, Pod, When
 from respread.policy import RebalancePolicy
 from respread.selectors import selector_matches
-from respread.spread import EffectiveConstraint, Profile, SpreadIndex, rule
+from respread.spread import EffectiveConstraint, Profile, SpreadIndex
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -205,16 +205,15 @@ def violating_nodes(
     profile = members.profile
     out: dict[str, FilterStatus] = {}
     table = tables[constraint]
-    judge = rule(profile, constraint)
+    judge = index.rules(profile)[constraint]
     key = judge.key
     counts = table.counts
     # the rule's ceilings, once per group: every node of every group is judged
-    ceiling = judge.ceiling(table)
+    _, ceiling, ceiling_counted = judge.ceilings(table)
     if index.counts_pod(profile.constraints[constraint].selector, members.labels):
         node_domain = table.space.node_domain  # members there are in the counts
-        ceiling_counted = judge.ceiling(table, counted=True)
     else:
-        node_domain, ceiling_counted = {}, ceiling
+        node_domain = {}
     nodes = index.nodes
     for node_name in members.by_node:
         value = nodes[node_name].labels.get(key)

@@ -16,7 +16,7 @@ from respread.analysis import Analysis, Members, minimum_moves
 from respread.kernel import CountTable, SpreadRule, Verdict
 from respread.model import Labels, LabelSelector, Node, Pod, When
 from respread.selectors import narrowing
-from respread.spread import Profile, SpreadIndex, rule
+from respread.spread import Profile, SpreadIndex
 
 # One constraint as ``SimCounts.judge`` prepares it for the counts as they stand: index,
 # topology key, counts, the eligible nodes' domains (empty when the members are not counted),
@@ -201,7 +201,7 @@ class SimCounts:
             rules = []
             for i in self.wanted(profile) if only is None else [only]:
                 node_domain = tables[i].space.node_domain if selected[i] else {}
-                rules.append((rule(profile, i), tables[i], node_domain))
+                rules.append((self.index.rules(profile)[i], tables[i], node_domain))
             self._rules[(id(m), only)] = rules
         return [
             (r.index, r.key, table.counts, node_domain, *r.ceilings(table))
@@ -222,7 +222,7 @@ class SimCounts:
         index, counted = failing
         table = self.tables_of[id(m)][index]
         value = self.node_labels[node_name].get(m.profile.constraints[index].key)
-        return rule(m.profile, index).verdict(table, value, counted)
+        return self.index.rules(m.profile)[index].verdict(table, value, counted)
 
     def violators(self, m: Members, constraint: int | None = None) -> int:
         """The members' misplaced pods: under any wanted constraint, or under one."""

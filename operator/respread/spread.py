@@ -214,6 +214,7 @@ class SpreadIndex:
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
+        self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
 
     # ---- selectors -------------------------------------------------------------------------
 
@@ -471,6 +472,16 @@ class SpreadIndex:
 
     def tables(self, profile: Profile) -> tuple[CountTable, ...]:
         return tuple(self.table(profile, i) for i in range(len(profile.constraints)))
+
+    def rules(self, profile: Profile) -> tuple[SpreadRule, ...]:
+        """The Filter's rule for each of the profile's constraints."""
+        hit = self._rules.get(id(profile))  # the entry holds the profile: its id stays its own
+        if hit is None:
+            hit = self._rules[id(profile)] = (
+                profile,
+                tuple(rule(profile, i) for i in range(len(profile.constraints))),
+            )
+        return hit[1]
 
     def is_counted(self, profile: Profile, index: int, pod: Pod) -> bool:
         """Whether ``pod`` (bound, in the profile's namespace) is in the constraint's counts."""
