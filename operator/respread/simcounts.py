@@ -32,6 +32,10 @@ _TableEntry = tuple[int, int, LabelSelector | None, CountTable]
 # The stamps a change touched, as they were: what undoing it puts back.
 Saved = dict[int, int | None]
 
+# Members misplaced on one node: the node, its pods of the members, and the first rule they
+# fail there with whether they are counted in it.
+Misplaced = tuple[str, Sequence[Pod], tuple[int, bool]]
+
 
 def fails(judge: list[Rule], labels: Labels, node_name: str) -> tuple[int, bool] | None:
     """The first rule members on this node fail (the rule's ceilings), and whether they are
@@ -92,6 +96,7 @@ class SimCounts:
         self._clock = 0
         self._stamps: dict[int, int] = {}  # id(table copy) or id(members) -> state number
         self._violators: dict[int, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
+        self._misplaced: dict[int, tuple[tuple[int, ...], list[Misplaced]]] = {}
 
     def register(self, m: Members) -> None:
         """Give ``m`` working copies of its profile's tables (shared where the originals are)."""
@@ -240,21 +245,35 @@ class SimCounts:
         return found
 
     def _count_violators(self, m: Members) -> tuple[int, Mapping[int, int]]:
-        total = 0
+        found = self.misplaced(m)
+        total = sum(len(pods) for _, pods, _ in found)
+        if not found or len(self.wanted(m.profile)) == 1:
+            return total, ({found[0][2][0]: total} if total else {})
         each: dict[int, int] = {}
         judge = self.judge(m)
         node_labels = self.node_labels
-        if len(judge) == 1:  # most workloads: one wanted constraint
-            for node_name, pods in self.positions(m).items():
-                if pods and fails(judge, node_labels[node_name], node_name) is not None:
-                    total += len(pods)
-            return total, ({judge[0][0]: total} if total else {})
-        for node_name, pods in self.positions(m).items():
-            if pods and fails(judge, node_labels[node_name], node_name) is not None:
-                total += len(pods)
-                for i in failing(judge, node_labels[node_name], node_name):
-                    each[i] = each.get(i, 0) + len(pods)
+        for node_name, pods, _ in found:
+            for i in failing(judge, node_labels[node_name], node_name):
+                each[i] = each.get(i, 0) + len(pods)
         return total, each
+
+    def misplaced(self, m: Members) -> list[Misplaced]:
+        """The nodes where members sit that the scheduler would not place there again, with
+        the first rule each fails; for the state as it stands (kept until it changes)."""
+        stamp = self.stamp(m)
+        hit = self._misplaced.get(id(m))
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        judge = self.judge(m)
+        node_labels = self.node_labels
+        found = []
+        for node_name, pods in self.positions(m).items():
+            if pods:
+                first = fails(judge, node_labels[node_name], node_name)
+                if first is not None:
+                    found.append((node_name, pods, first))
+        self._misplaced[id(m)] = (stamp, found)
+        return found
 
     def skews(
         self,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from respread.analysis import Members
 from respread.model import Pod
 from respread.safety import pinned
-from respread.simcounts import SimCounts, failing, fails
+from respread.simcounts import SimCounts, failing
 from respread.steps import Skip
 
 # How many pods of other workloads a step tries for a group their pods crowd.
@@ -36,13 +36,8 @@ def candidates(
     found = []
     judge = counts.judge(m)
     node_labels = counts.node_labels
-    for node_name, pods in counts.positions(m).items():
-        if not pods:
-            continue
+    for node_name, pods, verdict in counts.misplaced(m):
         labels = node_labels[node_name]
-        verdict = fails(judge, labels, node_name)
-        if verdict is None:
-            continue
         live = [
             p
             for p in pods
@@ -94,11 +89,7 @@ def foreign(
         return []
     tables = counts.tables_of[id(m)]
     crowded: dict[int, set[str]] = {}
-    judge = counts.judge(m)
-    for node_name, pods in counts.positions(m).items():
-        first = fails(judge, counts.node_labels[node_name], node_name) if pods else None
-        if first is None:
-            continue
+    for node_name, _, first in counts.misplaced(m):
         c = m.profile.constraints[first[0]]
         value = counts.node_labels[node_name].get(c.key)
         if value is not None:  # a node without the key: only moving the pod itself helps
