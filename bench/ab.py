@@ -4,7 +4,9 @@ This VM's speed swings from minute to minute, so a before/after comparison runs 
 turn, each in a fresh process that unpickles the same ClusterState (loading JSON would take
 minutes per process), and compares medians. Each process times ``analyze`` + ``plan`` as
 respread runs them (the loaded state frozen, the collector paused) and checks that its plans
-are the same every repeat; the digests of the two sides must agree too (same plans).
+are the same every repeat; the digests of the two sides must agree too (same plans). The
+process's CPU time is reported beside the wall clock: on a machine shared with other work it
+moves far less with their load.
 
 Usage::
 
@@ -67,19 +69,21 @@ def child(args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()  # as `respread plan` does after loading
     times = []
+    cpu = []
     digests = set()
     for _ in range(args.repeats):
         with gc_paused():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             analysis = analyze(state, policy)
             analysed = time.perf_counter()
             result = plan(analysis, policy, now=GENERATED_AT)
-            done = time.perf_counter()
+            done, done_cpu = time.perf_counter(), time.process_time()
         times.append((done - start, analysed - start, done - analysed))
+        cpu.append(done_cpu - start_cpu)
         digests.add(hashlib.sha256(repr(result).encode()).hexdigest()[:16])
         del analysis, result
     assert len(digests) == 1, digests
-    print(json.dumps({"times": times, "digest": digests.pop()}))
+    print(json.dumps({"times": times, "cpu": cpu, "digest": digests.pop()}))
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -94,8 +98,9 @@ def compare(args: argparse.Namespace) -> None:
                     text=True,
                 ).stdout
                 found = json.loads(out.strip().splitlines()[-1])
-                row = rows.setdefault((policy, src), {"times": [], "digests": set()})
+                row = rows.setdefault((policy, src), {"times": [], "cpu": [], "digests": set()})
                 row["times"].extend(found["times"])
+                row["cpu"].extend(found["cpu"])
                 row["digests"].add(found["digest"])
     for (policy, src), row in rows.items():
         total = [t for t, _, _ in row["times"]]
@@ -103,7 +108,8 @@ def compare(args: argparse.Namespace) -> None:
             f"{policy:9} {src:24} n={len(total)} median {statistics.median(total):.3f}s "
             f"(analyze {statistics.median(a for _, a, _ in row['times']):.3f}, "
             f"plan {statistics.median(p for _, _, p in row['times']):.3f}) "
-            f"min {min(total):.3f} max {max(total):.3f} plans {sorted(row['digests'])}"
+            f"min {min(total):.3f} max {max(total):.3f}; CPU time median "
+            f"{statistics.median(row['cpu']):.3f}s; plans {sorted(row['digests'])}"
         )
 
 
