@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,16 +157,16 @@ class Verdict:
 SUCCESS: Final = Verdict(FilterStatus.SUCCESS)
 
 
-@dataclass(frozen=True, slots=True)
-class SpreadRule:
+class SpreadRule(NamedTuple):
     """One constraint of one pod shape as the Filter applies it (section 5):
     ``matchNum + selfMatch - globalMin > maxSkew`` rejects a node.
 
     ``counted``: the pod judged is itself in the table, in the node's domain (a bound pod
-    judged as if it were being placed again, taken out of the counts first).
+    judged as if it were being placed again, taken out of the counts first). A NamedTuple:
+    one is built per constraint of every profile, and it is immutable all the same.
     """
 
-    index: int
+    constraint: int  # its index among the profile's constraints
     key: str
     max_skew: int
     min_domains: int
@@ -202,7 +202,7 @@ class SpreadRule:
         if value is None:
             return Verdict(
                 FilterStatus.UNRESOLVABLE,
-                self.index,
+                self.constraint,
                 f"node lacks the topology key {self.key} (missing required label)",
             )
         if not self.fails(table, value, counted):
@@ -211,7 +211,7 @@ class SpreadRule:
         gmin = table.global_min(self.min_domains, without=value if counted else None)
         return Verdict(
             FilterStatus.UNSCHEDULABLE,
-            self.index,
+            self.constraint,
             f"{self.key} {value}: {match_num} + {self.self_match} - {gmin} "
             f"> maxSkew {self.max_skew}",
         )

@@ -209,7 +209,7 @@ class SimCounts:
                 rules.append((self.index.rules(profile)[i], tables[i], node_domain))
             self._rules[(id(m), only)] = rules
         return [
-            (r.index, r.key, table.counts, node_domain, *r.ceilings(table))
+            (r.constraint, r.key, table.counts, node_domain, *r.ceilings(table))
             for r, table, node_domain in rules
         ]
 

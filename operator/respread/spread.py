@@ -479,7 +479,7 @@ class SpreadIndex:
         if hit is None:
             hit = self._rules[id(profile)] = (
                 profile,
-                tuple(rule(profile, i) for i in range(len(profile.constraints))),
+                tuple([rule(profile, i) for i in range(len(profile.constraints))]),
             )
         return hit[1]
 

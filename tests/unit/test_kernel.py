@@ -45,7 +45,7 @@ ops = st.lists(
 )
 rules = st.builds(
     SpreadRule,
-    index=st.just(0),
+    constraint=st.just(0),
     key=st.just("zone"),
     max_skew=st.integers(0, 3),  # 0 is invalid in the API; it exercises a negative limit
     min_domains=st.integers(1, 6),
