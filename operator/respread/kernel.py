@@ -32,18 +32,20 @@ class CountTable:
     """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0.
 
     The minimum and maximum of the listed (non-zero) domains are kept through single-pod
-    changes with a histogram (how many domains hold each count), built on first use: a
-    domain's count moves by one, so a new extreme is the old one or its neighbour.
+    changes with a histogram (how many domains hold each count), built when the table first
+    changes: a domain's count moves by one, so a new extreme is the old one or its neighbour.
+    A table that never changes (the analysis's) finds them once, by a scan.
     """
 
-    __slots__ = ("_hist", "_max", "_min", "_size", "counts", "space")
+    __slots__ = ("_hist", "_known", "_max", "_min", "_size", "counts", "space")
 
     def __init__(self, space: DomainSpace, counts: dict[str, int]) -> None:
         self.space = space
         self.counts = counts
         self._size = space.size
         self._hist: dict[int, int] | None = None  # count -> listed domains holding it
-        self._min = 0  # of the listed domains (0: none); valid while _hist is kept
+        self._known = False  # _min and _max hold; always while _hist is kept
+        self._min = 0  # of the listed domains (0: none)
         self._max = 0
 
     def get(self, domain: str) -> int:
@@ -56,23 +58,35 @@ class CountTable:
         self._hist = hist
         self._min = min(hist, default=0)
         self._max = max(hist, default=0)
+        self._known = True
         return hist
+
+    def _scan(self) -> None:
+        values = self.counts.values()
+        self._min = min(values, default=0)
+        self._max = max(values, default=0)
+        self._known = True
 
     def add(self, domain: str, delta: int) -> None:
         """``delta`` counted pods more (or fewer) in ``domain``: updateWithPod."""
         counts = self.counts
+        if delta not in (1, -1):
+            self._hist, self._known = None, False
+            value = counts.get(domain, 0) + delta
+            if value:
+                counts[domain] = value
+            else:
+                counts.pop(domain, None)
+            return
+        hist = self._hist
+        if hist is None:
+            hist = self._build()
         old = counts.get(domain, 0)
         value = old + delta
         if value:
             counts[domain] = value
         else:
             counts.pop(domain, None)
-        hist = self._hist
-        if hist is None:
-            return
-        if delta not in (1, -1):
-            self._hist = None  # rebuilt when next asked
-            return
         if old:
             left = hist[old] - 1
             if left:
@@ -100,8 +114,8 @@ class CountTable:
         """The minimum over every eligible domain, zeros included (0 when there are none)."""
         if len(self.counts) < self._size:
             return 0
-        if self._hist is None:
-            self._build()
+        if not self._known:
+            self._scan()
         return self._min
 
     def global_min(self, min_domains: int, without: str | None = None) -> int:
@@ -118,8 +132,8 @@ class CountTable:
         return min(current, self.counts.get(without, 0) - 1)
 
     def max_count(self) -> int:
-        if self._hist is None:
-            self._build()
+        if not self._known:
+            self._scan()
         return self._max
 
     def skew(self, min_domains: int) -> int:
@@ -133,7 +147,8 @@ class CountTable:
         twin = CountTable(self.space, dict(self.counts))
         if self._hist is not None:
             twin._hist = dict(self._hist)
-            twin._min, twin._max = self._min, self._max
+        if self._known:
+            twin._known, twin._min, twin._max = True, self._min, self._max
         return twin
 
 

@@ -71,7 +71,7 @@ def test_the_count_state_follows_adds_removes_clones_and_undos(
     table = CountTable(
         space_of(domains), {d: n for d, n in zip(domains, start[:size], strict=True) if n}
     )
-    if ask_early:  # the histogram built before the changes, and kept through them
+    if ask_early:  # the extremes found by a scan before the changes, then kept through them
         table.max_count()
     undo: list[tuple[str, int]] = []
     for op, domain in changes:
