@@ -193,12 +193,8 @@ class SpreadRule(NamedTuple):
         Counted, the pod leaves its domain first: matchNum falls by one, and the global
         minimum to at most that; both sides falling alike, a domain at or below the minimum
         passes whenever an empty one would (``maxSkew >= selfMatch``)."""
-        limit = self.max_skew - self.self_match
-        if not counted:
-            return limit + table.global_min(self.min_domains)
-        if limit < 0:
-            return -1
-        return limit + 1 + table.global_min(self.min_domains)
+        _, uncounted, in_counts = self.ceilings(table)
+        return in_counts if counted else uncounted
 
     def ceilings(self, table: CountTable) -> tuple[int, int, int]:
         """The global minimum, and ``ceiling`` for a pod not counted and for one counted, at
