@@ -23,9 +23,10 @@ from respread.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.planner import plan
 from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
 from respread.quantity import QuantityError, units
-from respread.remediation import apply_remediation
+from respread.remediation import apply_remediation, defer_surged
 from respread.report import build_report, render_text
 from respread.snapshot import LoadResult, documents_from_text, load_documents, load_texts
+from respread.surge import hold_costs, plan_surges
 from respread.timestamps import parse_rfc3339
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -241,9 +242,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with gc_paused():
         analysis = analyze(loaded.state, policy)
         result = apply_remediation(plan(analysis, policy, now=now), policy)
+        surge = plan_surges(analysis, result, policy, now)
+        result = defer_surged(result, surge.busy)
         settings = policy.remediation.deletion_cost
-        costs = plan_costs(analysis, settings) if settings.enabled else None
-        report = build_report(analysis, result, policy, costs=costs)
+        costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
+        report = build_report(analysis, result, policy, costs=costs, surge=surge)
     note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
     emit(report, args.output, render_text(report) if args.output == "text" else None)
     return 0

@@ -319,10 +319,38 @@ class Workload:
     observed_generation: int = 0
     created: float | None = None
     revision: str | None = None  # deployment.kubernetes.io/revision on ReplicaSets
+    # What surge moves (surge.py) read, on Deployments: identity and version for write
+    # preconditions, spec.paused, the replica status, and only the labels and annotations that
+    # mark GitOps management or respread's own surge state (snapshot.SURGE_MARKERS).
+    uid: str | None = None
+    resource_version: str | None = None
+    paused: bool = False
+    rollout: ReplicaStatus | None = None
+    markers: Labels = EMPTY_LABELS
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.namespace, self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaStatus:
+    """A Deployment's status replica counts."""
+
+    replicas: int = 0
+    updated: int = 0
+    ready: int = 0
+    available: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Autoscaler:
+    """A HorizontalPodAutoscaler: only what it scales (spec.scaleTargetRef)."""
+
+    namespace: str
+    name: str
+    target_kind: str
+    target_name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,3 +375,4 @@ class ClusterState:
     services: tuple[Service, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
     taken_at: float | None = field(default=None, compare=False)
+    autoscalers: tuple[Autoscaler, ...] = ()

@@ -98,12 +98,29 @@ class DeletionCostSettings:
     max_patches_per_scan: int = 50
 
 
+class SurgeWhen(StrEnum):
+    WHEN_EVICTION_BLOCKED = "WhenEvictionBlocked"
+    ALWAYS = "Always"
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeSettings:
+    """Surge moves (make before break): scale a Deployment up, then back down (surge.py)."""
+
+    enabled: bool = False
+    when: SurgeWhen = SurgeWhen.WHEN_EVICTION_BLOCKED
+    max_surge: int = 3  # extra replicas per Deployment
+    ready_timeout: float = 300.0  # seconds the new pods have to become Ready
+    allow_autoscaled: bool = False  # also surge a Deployment an HPA targets
+
+
 @dataclass(frozen=True, slots=True)
 class RemediationSettings:
     """Which remedies respread may use; the default is eviction alone (as before)."""
 
     evict: bool = True
     deletion_cost: DeletionCostSettings = field(default_factory=DeletionCostSettings)
+    surge: SurgeSettings = field(default_factory=SurgeSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,4 +400,24 @@ def _remediation(raw: Mapping[str, Any], path: str) -> RemediationSettings:
             take_over=_bool(cost_raw, "takeOver", cost_path, False),
             max_patches_per_scan=patches,
         ),
+        surge=_surge(_section(raw, "surge", path), f"{path}.surge"),
+    )
+
+
+def _surge(raw: Mapping[str, Any], path: str) -> SurgeSettings:
+    max_surge = raw.get("maxSurge", 3)
+    if not isinstance(max_surge, int) or isinstance(max_surge, bool) or not 1 <= max_surge <= 100:
+        raise PolicyError(f"{path}.maxSurge", "must be an integer from 1 to 100")
+    when = raw.get("when", SurgeWhen.WHEN_EVICTION_BLOCKED.value)
+    if when not in {w.value for w in SurgeWhen}:
+        raise PolicyError(f"{path}.when", "must be WhenEvictionBlocked or Always")
+    timeout = parse_duration(raw.get("readyTimeout", "5m"), f"{path}.readyTimeout")
+    if timeout < 10:
+        raise PolicyError(f"{path}.readyTimeout", "must be at least 10s")
+    return SurgeSettings(
+        enabled=_bool(raw, "enabled", path, False),
+        when=SurgeWhen(when),
+        max_surge=max_surge,
+        ready_timeout=timeout,
+        allow_autoscaled=_bool(raw, "allowAutoscaled", path, False),
     )

@@ -496,6 +496,161 @@ SCHEMA: dict[str, Any] = {
                             "evict).",
                             "type": "boolean",
                         },
+                        "surge": {
+                            "default": {},
+                            "description": "Surge "
+                            "moves "
+                            "(make "
+                            "before "
+                            "break): "
+                            "for "
+                            "a "
+                            "violated "
+                            "Deployment, "
+                            "raise "
+                            "spec.replicas "
+                            "by "
+                            "the "
+                            "moves "
+                            "needed, "
+                            "wait "
+                            "until "
+                            "the "
+                            "new "
+                            "pods "
+                            "are "
+                            "Ready, "
+                            "give "
+                            "the "
+                            "pods "
+                            "in "
+                            "the "
+                            "crowded "
+                            "domains "
+                            "the "
+                            "lowest "
+                            "pod-deletion-cost "
+                            "and "
+                            "scale "
+                            "back. "
+                            "No "
+                            "budget "
+                            "is "
+                            "consumed "
+                            "and "
+                            "availability "
+                            "never "
+                            "drops "
+                            "below "
+                            "the "
+                            "original "
+                            "count. "
+                            "Skipped "
+                            "for "
+                            "paused "
+                            "Deployments, "
+                            "rollouts "
+                            "in "
+                            "progress, "
+                            "GitOps-managed "
+                            "Deployments "
+                            "and "
+                            "(unless "
+                            "allowAutoscaled) "
+                            "those "
+                            "an "
+                            "HPA "
+                            "targets. "
+                            "See "
+                            "docs/surge.md.",
+                            "properties": {
+                                "allowAutoscaled": {
+                                    "default": False,
+                                    "description": "Also "
+                                    "surge "
+                                    "Deployments "
+                                    "a "
+                                    "HorizontalPodAutoscaler "
+                                    "targets.",
+                                    "type": "boolean",
+                                },
+                                "enabled": {"default": False, "type": "boolean"},
+                                "maxSurge": {
+                                    "default": 3,
+                                    "description": "At "
+                                    "most "
+                                    "this "
+                                    "many "
+                                    "extra "
+                                    "replicas "
+                                    "per "
+                                    "Deployment.",
+                                    "maximum": 100,
+                                    "minimum": 1,
+                                    "type": "integer",
+                                },
+                                "readyTimeout": {
+                                    "default": "5m",
+                                    "description": "How "
+                                    "long "
+                                    "the "
+                                    "new "
+                                    "pods "
+                                    "have "
+                                    "to "
+                                    "become "
+                                    "Ready "
+                                    "(a "
+                                    "Go "
+                                    "duration, "
+                                    "at "
+                                    "least "
+                                    "10s); "
+                                    "past "
+                                    "it "
+                                    "the "
+                                    "surge "
+                                    "is "
+                                    "rolled "
+                                    "back.",
+                                    "maxLength": 64,
+                                    "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
+                                    "type": "string",
+                                    "x-kubernetes-validations": [
+                                        {
+                                            "message": "must be at least 10s",
+                                            "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') "
+                                            "|| "
+                                            "duration(self) "
+                                            ">= "
+                                            "duration('10s')",
+                                        }
+                                    ],
+                                },
+                                "when": {
+                                    "default": "WhenEvictionBlocked",
+                                    "description": "WhenEvictionBlocked: "
+                                    "only "
+                                    "where "
+                                    "eviction "
+                                    "cannot "
+                                    "fix "
+                                    "the "
+                                    "violation "
+                                    "(budgets, "
+                                    "caps, "
+                                    "protections); "
+                                    "Always: "
+                                    "surge "
+                                    "rather "
+                                    "than "
+                                    "evict.",
+                                    "enum": ["WhenEvictionBlocked", "Always"],
+                                    "type": "string",
+                                },
+                            },
+                            "type": "object",
+                        },
                     },
                     "type": "object",
                 },
@@ -1010,6 +1165,41 @@ SCHEMA: dict[str, Any] = {
                     "maxItems": 500,
                     "type": "array",
                 },
+                "deletionCost": {
+                    "description": "What the last scan "
+                    "did with "
+                    "pod-deletion-cost "
+                    "(spec.remediation.deletionCost): "
+                    "costs written, "
+                    "taken back "
+                    "(removed, or handed "
+                    "over to another "
+                    "policy that writes "
+                    "costs), left alone "
+                    "(conflicts: another "
+                    "field manager owns "
+                    "them), skipped (the "
+                    "pod changed since "
+                    "the scan), failed, "
+                    "left for later "
+                    "scans by "
+                    "maxPatchesPerScan, "
+                    "and the live pods "
+                    "whose cost this "
+                    "policy wrote "
+                    "(managed).",
+                    "properties": {
+                        "conflicts": {"minimum": 0, "type": "integer"},
+                        "failed": {"minimum": 0, "type": "integer"},
+                        "handedOver": {"minimum": 0, "type": "integer"},
+                        "leftForLaterScans": {"minimum": 0, "type": "integer"},
+                        "managed": {"minimum": 0, "type": "integer"},
+                        "removed": {"minimum": 0, "type": "integer"},
+                        "skipped": {"minimum": 0, "type": "integer"},
+                        "written": {"minimum": 0, "type": "integer"},
+                    },
+                    "type": "object",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "plan": {
@@ -1078,6 +1268,50 @@ SCHEMA: dict[str, Any] = {
                     },
                     "type": "object",
                 },
+                "surges": {
+                    "description": "Surge moves "
+                    "(spec.remediation.surge): "
+                    "those in flight (state: "
+                    "their phase, Surging, "
+                    "Marking, Draining or "
+                    "RollingBack), planned, "
+                    "and skipped with the "
+                    "reason. The state of an "
+                    "operation itself is kept "
+                    "on its Deployment "
+                    "(annotation "
+                    "respread.io/surge-operation).",
+                    "items": {
+                        "properties": {
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "reason": {"maxLength": 1024, "type": "string"},
+                            "replicas": {"type": "integer"},
+                            "state": {
+                                "enum": [
+                                    "Planned",
+                                    "Skipped",
+                                    "Surging",
+                                    "Marking",
+                                    "Draining",
+                                    "RollingBack",
+                                    "RolledBack",
+                                ],
+                                "type": "string",
+                            },
+                            "targetReplicas": {"type": "integer"},
+                            "workload": {
+                                "properties": {
+                                    "kind": {"maxLength": 253, "type": "string"},
+                                    "name": {"maxLength": 253, "type": "string"},
+                                },
+                                "type": "object",
+                            },
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "violations": {
                     "description": "The worst violations first.",
                     "items": {
@@ -1137,9 +1371,10 @@ SCHEMA: dict[str, Any] = {
                                 "for "
                                 "it "
                                 "(spec.remediation): "
-                                "Evict "
+                                "Evict, "
+                                "DeletionCost "
                                 "or "
-                                "DeletionCost; "
+                                "Surge; "
                                 "absent "
                                 "when "
                                 "none "
@@ -1148,7 +1383,7 @@ SCHEMA: dict[str, Any] = {
                                 "policy "
                                 "allows "
                                 "applies.",
-                                "enum": ["Evict", "DeletionCost"],
+                                "enum": ["Evict", "DeletionCost", "Surge"],
                                 "type": "string",
                             },
                             "since": {"format": "date-time", "type": "string"},

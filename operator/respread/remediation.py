@@ -13,16 +13,20 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
+from respread.analysis import WorkloadRef
 from respread.deletion_cost import ORDERED_KINDS
 from respread.planner import Outcome, Plan, StepState
 from respread.policy import RebalancePolicy
+from respread.surge import SurgeReport
 
 EVICTION_OFF: Final = "spec.remediation.evict is false"
+SURGE_HOLDS: Final = "a surge move holds this Deployment (spec.remediation.surge)"
 
 
 class Remedy(StrEnum):
     EVICT = "Evict"
     DELETION_COST = "DeletionCost"
+    SURGE = "Surge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +53,67 @@ def apply_remediation(plan: Plan, policy: RebalancePolicy) -> Plan:
     )
 
 
-def remedies(outcome: Outcome, policy: RebalancePolicy) -> tuple[RemedyVerdict, ...]:
+def defer_surged(plan: Plan, busy: frozenset[WorkloadRef]) -> Plan:
+    """The plan with no eviction from a workload a surge plans or holds (they are deferred)."""
+    if not busy or not any(m.workload in busy for m in plan.moves):
+        return plan
+    held = tuple(
+        replace(m, state=StepState.DEFERRED, deferred_by=SURGE_HOLDS)
+        for m in plan.moves
+        if m.workload in busy
+    )
+    return replace(
+        plan,
+        moves=tuple(m for m in plan.moves if m.workload not in busy),
+        deferred=held + plan.deferred,
+        outcomes=tuple(
+            replace(o, violating_after_run=o.group.violating) if o.group.workload in busy else o
+            for o in plan.outcomes
+        ),
+    )
+
+
+def surge_verdict(
+    outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None
+) -> RemedyVerdict:
+    """Surge: applies when a surge is planned or in flight for the violation's Deployment."""
+    workload = outcome.group.workload
+    enabled = policy.remediation.surge.enabled
+    if workload.kind != "Deployment":
+        return RemedyVerdict(
+            Remedy.SURGE, enabled, False, f"a {workload.kind} is not surged (Deployments only)"
+        )
+    if surge is not None:
+        for f in surge.in_flight:
+            if f.workload == workload:
+                return RemedyVerdict(
+                    Remedy.SURGE,
+                    enabled,
+                    True,
+                    f"a surge is in flight ({f.operation.phase.value}, "
+                    f"{f.operation.original} -> {f.operation.target} replicas)",
+                )
+        for p in surge.plans:
+            if p.workload == workload:
+                return RemedyVerdict(
+                    Remedy.SURGE,
+                    enabled,
+                    True,
+                    f"scaling {p.original} -> {p.original + p.surge} and back fixes it",
+                )
+        for sk in surge.skips:
+            if sk.workload == workload:
+                return RemedyVerdict(Remedy.SURGE, enabled, False, sk.reason)
+    if not enabled:
+        return RemedyVerdict(
+            Remedy.SURGE, False, False, "not evaluated (spec.remediation.surge.enabled is false)"
+        )
+    return RemedyVerdict(Remedy.SURGE, True, False, "no surge planned")
+
+
+def remedies(
+    outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None = None
+) -> tuple[RemedyVerdict, ...]:
     """Each remedy for one violation: allowed, applicable, and why."""
     kind = outcome.group.workload.kind
     evict_applies = outcome.fixable
@@ -71,9 +135,13 @@ def remedies(outcome: Outcome, policy: RebalancePolicy) -> tuple[RemedyVerdict, 
             if cost_applies
             else f"a {kind} does not scale in by pod-deletion-cost",
         ),
+        surge_verdict(outcome, policy, surge),
     )
 
 
 def chosen(verdicts: tuple[RemedyVerdict, ...]) -> Remedy | None:
-    """The first remedy, in the order given, that is both allowed and applicable."""
+    """A surge that is allowed and applies (it holds the Deployment: no eviction from it);
+    else the first remedy, in the order given, that is both allowed and applicable."""
+    if any(v.remedy is Remedy.SURGE and v.enabled and v.applies for v in verdicts):
+        return Remedy.SURGE
     return next((v.remedy for v in verdicts if v.enabled and v.applies), None)

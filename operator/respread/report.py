@@ -16,6 +16,7 @@ from respread.deletion_cost import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.planner import Move, Outcome, Plan, Skip
 from respread.policy import API_VERSION, RebalancePolicy
 from respread.remediation import chosen, remedies
+from respread.surge import InFlight, SurgePlan, SurgeReport
 
 DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
 
@@ -106,8 +107,10 @@ def worst_first(outcomes: tuple[Outcome, ...]) -> list[Outcome]:
     )
 
 
-def remedy_fields(outcome: Outcome, policy: RebalancePolicy) -> dict[str, Any]:
-    verdicts = remedies(outcome, policy)
+def remedy_fields(
+    outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None = None
+) -> dict[str, Any]:
+    verdicts = remedies(outcome, policy, surge)
     pick = chosen(verdicts)
     return {
         "remedies": [
@@ -192,12 +195,112 @@ def deletion_cost_section(costs: CostPlan | None) -> dict[str, Any]:
     }
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds % 60:
+        return f"{seconds}s"
+    return f"{seconds // 60}m"
+
+
+def _undetermined(p: SurgePlan) -> str:
+    if p.determined:
+        return ""
+    others = sorted({_where(dict(d)) for lnd in p.landings for d in lnd.others})
+    worst = (
+        f"would leave {p.worst_misplaced} misplaced pod(s)"
+        if p.worst_misplaced
+        else "would also fix it"
+    )
+    return (
+        f" (likely, not determined: the Filter also admits {', '.join(others)}; the worst "
+        f"admissible placement {worst}; the victims are chosen again from the real placement)"
+    )
+
+
+def surge_steps(p: SurgePlan, policy: RebalancePolicy) -> list[str]:
+    n, k = p.original, p.surge
+    where = ", ".join(f"{lnd.node} ({_where(dict(lnd.domains))})" for lnd in p.landings)
+    victims = ", ".join(
+        f"{v.pod.name} ({_where(dict(v.domains))})" for v in p.victims if v.pod.node_name
+    )
+    timeout = _duration(policy.remediation.surge.ready_timeout)
+    return [
+        f"scale spec.replicas {n} -> {n + k}; the scheduler is predicted to place the new pods "
+        f"on {where}" + _undetermined(p),
+        f"wait until all {n + k} replicas are Ready (at most {timeout}; else roll back to {n})",
+        f"give the lowest pod-deletion-cost to {k} pod(s) in the crowded domains (predicted: "
+        f"{victims}; chosen again from the real placement)",
+        f"scale spec.replicas {n + k} -> {n}: the ReplicaSet controller deletes those pods",
+    ]
+
+
+def _ref(namespace: str, kind: str, name: str) -> dict[str, Any]:
+    return {"namespace": namespace, "workload": {"kind": kind, "name": name}}
+
+
+def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> dict[str, Any]:
+    return _ref(p.workload.namespace, p.workload.kind, p.workload.name) | {
+        "replicas": p.original,
+        "surge": p.surge,
+        "targetReplicas": p.original + p.surge,
+        "readyTimeoutSeconds": policy.remediation.surge.ready_timeout,
+        "landings": [
+            {
+                "node": lnd.node,
+                "domains": dict(lnd.domains),
+                "alsoAdmitted": [dict(d) for d in lnd.others],
+            }
+            for lnd in p.landings
+        ],
+        "victims": [
+            {"pod": v.pod.name, "node": v.pod.node_name, "domains": dict(v.domains)}
+            for v in p.victims
+        ],
+        "predictedMisplacedAfter": p.misplaced_after,
+        "landingDetermined": p.determined,
+        "worstCaseMisplacedAfter": p.worst_misplaced,
+        "steps": surge_steps(p, policy),
+    }
+
+
+def surge_operation_entry(f: InFlight) -> dict[str, Any]:
+    op = f.operation
+    return _ref(f.workload.namespace, f.workload.kind, f.workload.name) | {
+        "policy": op.policy,
+        "phase": op.phase.value,
+        "originalReplicas": op.original,
+        "targetReplicas": op.target,
+        "replicas": f.deployment.replicas,
+        "readyReplicas": f.deployment.rollout.ready if f.deployment.rollout else 0,
+        "started": op.started,
+        "deadline": op.deadline,
+        "next": {"action": f.action.kind.value, "reason": f.action.reason},
+        "victims": [v.pod.name for v in f.action.victims],
+    }
+
+
+def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> dict[str, Any]:
+    if surge is None:
+        return {"enabled": False, "plans": [], "skipped": [], "operations": []}
+    return {
+        "enabled": surge.enabled,
+        "plans": [surge_plan_entry(p, policy) for p in surge.plans],
+        "skipped": [
+            _ref(s.workload.namespace, s.workload.kind, s.workload.name) | {"reason": s.reason}
+            for s in surge.skips
+        ],
+        "operations": [surge_operation_entry(f) for f in surge.in_flight],
+    }
+
+
 def build_report(
     analysis: Analysis,
     plan: Plan,
     policy: RebalancePolicy,
     previous: PreviousScan | None = None,
     costs: CostPlan | None = None,
+    *,
+    surge: SurgeReport | None = None,
 ) -> dict[str, Any]:
     """The full RebalanceReport (unbounded lists: the CLI's output; status.py bounds them).
 
@@ -223,7 +326,8 @@ def build_report(
         },
         "planner": {"method": plan.method, "message": plan.method_note},
         "violations": [
-            violation_entry(o, analysis, previous) | remedy_fields(o, policy) for o in outcomes
+            violation_entry(o, analysis, previous) | remedy_fields(o, policy, surge)
+            for o in outcomes
         ],
         "evictions": [move_entry(m) for m in plan.moves],
         "deferred": [move_entry(m) for m in plan.deferred],
@@ -234,6 +338,7 @@ def build_report(
             "violationsAfterDeferred": sum(1 for o in plan.outcomes if not o.fixable),
         },
         "deletionCost": deletion_cost_section(costs),
+        "surge": surge_section(surge, policy),
     }
 
 
@@ -265,6 +370,7 @@ def render_text(report: Mapping[str, Any]) -> str:
     if not report["violations"]:
         out.append("No topology spread violations.")
         out.extend(_deletion_cost_text(report))
+        out.extend(_surge_text(report))
         return "\n".join(out) + "\n"
     out.append(f"{s['violations']} violation(s), {s['unfixable']} not fixable by eviction.")
     for v in report["violations"]:
@@ -343,7 +449,33 @@ def render_text(report: Mapping[str, Any]) -> str:
         f"{p['violationsAfterDeferred']} violation(s)."
     )
     out.extend(_deletion_cost_text(report))
+    out.extend(_surge_text(report))
     return "\n".join(out) + "\n"
+
+
+def _surge_text(report: Mapping[str, Any]) -> list[str]:
+    section = report.get("surge") or {}
+    if not (section.get("enabled") or section.get("operations")):
+        return []
+    verb = "Would surge" if report["policy"]["mode"] == "DryRun" else "Surging"
+    out = [""]
+    if not section["plans"]:
+        out.append("No surge move planned.")
+    for p in section["plans"]:
+        out.append(
+            f"{verb} {p['namespace']}/{p['workload']['name']} (Deployment) "
+            f"{p['replicas']} -> {p['targetReplicas']} -> {p['replicas']} replicas:"
+        )
+        out.extend(f"  {i}. {step}" for i, step in enumerate(p["steps"], 1))
+    for sk in section["skipped"]:
+        out.append(f"Not surged: {sk['namespace']}/{sk['workload']['name']}: {sk['reason']}")
+    for op in section["operations"]:
+        out.append(
+            f"Surge in flight: {op['namespace']}/{op['workload']['name']} {op['phase']} "
+            f"({op['originalReplicas']} -> {op['targetReplicas']}, {op['readyReplicas']} Ready); "
+            f"next: {op['next']['action']} ({op['next']['reason']})"
+        )
+    return out
 
 
 def _remedies_text(v: Mapping[str, Any]) -> str:

@@ -18,6 +18,7 @@ from respread.limits import DEFAULT_LIMITS, INT32_MAX, Limits, is_int64, printab
 from respread.model import (
     EMPTY_LABELS,
     NO_AFFINITY,
+    Autoscaler,
     ClusterState,
     DisruptionBudget,
     Effect,
@@ -34,6 +35,7 @@ from respread.model import (
     PodSpec,
     PodTemplate,
     Policy,
+    ReplicaStatus,
     Requirement,
     Resources,
     Service,
@@ -49,6 +51,9 @@ from respread.timestamps import parse_rfc3339
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
 DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+# Written with each cost respread writes (cost_release.py): the policy, and the value written.
+COST_POLICY: Final = "respread.io/deletion-cost-policy"
+COST_WRITTEN: Final = "respread.io/deletion-cost-written"
 
 # Annotations the pipeline reads; every other annotation is dropped at load time.
 KEPT_ANNOTATIONS = frozenset(
@@ -59,6 +64,25 @@ KEPT_ANNOTATIONS = frozenset(
         "kubernetes.io/config.mirror",
         "deployment.kubernetes.io/revision",
         DELETION_COST,
+        COST_POLICY,
+        COST_WRITTEN,
+    }
+)
+
+# Labels and annotations of a Deployment that surge moves read (surge.py: GitOps management,
+# respread's opt-out and its operation state); every other one is dropped at load time.
+SURGE_STATE: Final = "respread.io/surge-operation"
+SURGE_OPT: Final = "respread.io/surge"
+SURGE_MARKERS = frozenset(
+    {
+        SURGE_STATE,
+        SURGE_OPT,
+        "argocd.argoproj.io/tracking-id",
+        "argocd.argoproj.io/instance",
+        "kustomize.toolkit.fluxcd.io/name",
+        "kustomize.toolkit.fluxcd.io/namespace",
+        "helm.toolkit.fluxcd.io/name",
+        "helm.toolkit.fluxcd.io/namespace",
     }
 )
 
@@ -118,7 +142,7 @@ class _Interner:
         return self._seen.setdefault(value, value)  # type: ignore[return-value]
 
 
-Record = Node | Pod | DisruptionBudget | Workload | Service | Namespace
+Record = Node | Pod | DisruptionBudget | Workload | Service | Namespace | Autoscaler
 
 
 class ObjectParser:
@@ -190,7 +214,7 @@ def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = Non
     already read (same kind, namespace and name), is left out with a Problem naming it."""
     parser = ObjectParser()
     records: dict[type, list[Any]] = {
-        kind: [] for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace)
+        kind: [] for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace, Autoscaler)
     }
     problems: list[Problem] = []
     seen: dict[tuple[str, str, str], str] = {}
@@ -228,6 +252,7 @@ def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = Non
         services=tuple(records[Service]),
         namespaces=tuple(records[Namespace]),
         taken_at=taken_at,
+        autoscalers=tuple(records[Autoscaler]),
     )
     return LoadResult(state, tuple(problems))
 
@@ -806,6 +831,9 @@ def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
         replicas = _int32(spec, "spec", replicas_key, 0)
     annotations = _map(meta, "metadata", "annotations")
     revision = annotations.get("deployment.kubernetes.io/revision")
+    surge: dict[str, Any] = {}
+    if kind == "Deployment":
+        surge = _surge_fields(meta, spec, status, annotations, intern)
     return Workload(
         kind=kind,
         namespace=namespace,
@@ -818,6 +846,54 @@ def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
         observed_generation=_get(status, "status", "observedGeneration", int, 0),
         created=_time(meta, "creationTimestamp"),
         revision=_scalar(revision, "metadata.annotations") if revision is not None else None,
+        **surge,
+    )
+
+
+def _surge_fields(
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    annotations: Mapping[str, Any],
+    intern: _Interner,
+) -> dict[str, Any]:
+    """What surge moves read on a Deployment (model.Workload's uid ... markers)."""
+    labels = _map(meta, "metadata", "labels")
+    markers = {
+        k: _scalar(v, f"metadata.annotations.{k}")
+        for k, v in annotations.items()
+        if k in SURGE_MARKERS
+    }
+    markers.update(
+        (k, _scalar(v, f"metadata.labels.{k}")) for k, v in labels.items() if k in SURGE_MARKERS
+    )
+    uid = meta.get("uid")
+    version = meta.get("resourceVersion")
+    return {
+        "uid": str(uid) if uid is not None else None,
+        "resource_version": str(version) if version is not None else None,
+        "paused": _get(spec, "spec", "paused", bool, False),
+        "rollout": intern(
+            ReplicaStatus(
+                replicas=_get(status, "status", "replicas", int, 0),
+                updated=_get(status, "status", "updatedReplicas", int, 0),
+                ready=_get(status, "status", "readyReplicas", int, 0),
+                available=_get(status, "status", "availableReplicas", int, 0),
+            )
+        ),
+        "markers": intern(Labels(markers)) if markers else EMPTY_LABELS,
+    }
+
+
+def _autoscaler(doc: Mapping[str, Any], intern: _Interner) -> Autoscaler:
+    _, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    target = _map(spec, "spec", "scaleTargetRef")
+    return Autoscaler(
+        namespace=namespace,
+        name=name,
+        target_kind=_str(target, "spec.scaleTargetRef", "kind"),
+        target_name=_str(target, "spec.scaleTargetRef", "name"),
     )
 
 
@@ -839,5 +915,6 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], _Interner], Any]] = {
     "PodDisruptionBudget": _budget,
     "Service": _service,
     "Namespace": _namespace,
+    "HorizontalPodAutoscaler": _autoscaler,
     **dict.fromkeys(WORKLOAD_KINDS, _workload),
 }

@@ -194,7 +194,48 @@ def build_status(
     }
     if cooldowns is not None:
         status["cooldowns"] = [dict(c) for c in cooldowns]
+    surges = surge_digest(report)
+    if surges:
+        status["surges"] = surges[:limit]
     return status
+
+
+def surge_digest(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Surge moves in flight, planned and skipped (report.surge), one line each."""
+    section = report.get("surge") or {}
+    out: list[dict[str, Any]] = []
+    for op in section.get("operations") or ():
+        out.append(
+            {
+                "namespace": op["namespace"],
+                "workload": dict(op["workload"]),
+                "state": op["phase"],
+                "replicas": op["originalReplicas"],
+                "targetReplicas": op["targetReplicas"],
+                "reason": _cap(f"next: {op['next']['action']} ({op['next']['reason']})"),
+            }
+        )
+    for p in section.get("plans") or ():
+        out.append(
+            {
+                "namespace": p["namespace"],
+                "workload": dict(p["workload"]),
+                "state": "Planned",
+                "replicas": p["replicas"],
+                "targetReplicas": p["targetReplicas"],
+                "reason": _cap(" / ".join(p["steps"][:1])),
+            }
+        )
+    for sk in section.get("skipped") or ():
+        out.append(
+            {
+                "namespace": sk["namespace"],
+                "workload": dict(sk["workload"]),
+                "state": "Skipped",
+                "reason": _cap(sk["reason"]),
+            }
+        )
+    return out
 
 
 def failed_scan_status(

@@ -18,6 +18,9 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 POOL_LABEL = "respread.test/pool"
 NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"  # RebalancePolicy
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+OPERATOR_USER = "system:serviceaccount:respread-system:respread"  # deploy/'s ServiceAccount
 
 
 def wait_for(
@@ -281,3 +284,15 @@ def scanned_after(custom: client.CustomObjectsApi, name: str, t: float) -> dict[
     st = status_of(custom, name)
     last = st.get("lastScanTime")
     return st if last and parse_time(last) > t else None  # whole seconds: strictly later
+
+
+def evictions(audit: Any, since: int, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The evictions the API server answered since the audit log's mark `since` (an
+    `AuditLog`), in `namespace` or in all."""
+    return [
+        e
+        for e in audit.events(since)
+        if e.get("stage") == "ResponseComplete"
+        and (e.get("objectRef") or {}).get("subresource") == "eviction"
+        and (namespace is None or (e.get("objectRef") or {}).get("namespace") == namespace)
+    ]

@@ -33,7 +33,6 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
 REPO = Path(__file__).resolve().parents[2]
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 OPERATOR_NAMESPACE, OPERATOR_SA = "respread-system", "respread"
 RBAC_FILES = ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml")
 FIELD_MANAGER = "respread-test-operator"

@@ -69,6 +69,13 @@ DEFAULTED_SPEC: dict[str, Any] = {
     "remediation": {
         "evict": True,
         "deletionCost": {"enabled": False, "takeOver": False, "maxPatchesPerScan": 50},
+        "surge": {
+            "enabled": False,
+            "when": "WhenEvictionBlocked",
+            "maxSurge": 3,
+            "readyTimeout": "5m",
+            "allowAutoscaled": False,
+        },
     },
 }
 
@@ -323,6 +330,17 @@ VALID_SPECS: dict[str, dict[str, Any]] = {
             "deletionCost": {"enabled": True, "takeOver": True, "maxPatchesPerScan": 1000},
         }
     },
+    "remediation-surge": {
+        "remediation": {
+            "surge": {
+                "enabled": True,
+                "when": "Always",
+                "maxSurge": 100,
+                "readyTimeout": "10s",
+                "allowAutoscaled": True,
+            }
+        }
+    },
     "report-bounds-low": {"report": {"maxItems": 1}},
     "report-bounds-high": {"report": {"maxItems": 500}},
     "soft-constraints": {"constraints": {"whenUnsatisfiable": ["DoNotSchedule", "ScheduleAnyway"]}},
@@ -399,6 +417,18 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
         "spec.remediation.deletionCost.maxPatchesPerScan",
     ),
     "evict-not-bool": ({"remediation": {"evict": "no"}}, "spec.remediation.evict"),
+    "surge-max-zero": (
+        {"remediation": {"surge": {"maxSurge": 0}}},
+        "spec.remediation.surge.maxSurge",
+    ),
+    "surge-when-bogus": (
+        {"remediation": {"surge": {"when": "Sometimes"}}},
+        "spec.remediation.surge.when",
+    ),
+    "surge-timeout-below-10s": (
+        {"remediation": {"surge": {"readyTimeout": "5s"}}},
+        "spec.remediation.surge.readyTimeout",
+    ),
     "interval-below-10s": ({"schedule": {"interval": "5s"}}, "spec.schedule.interval"),
     "interval-no-unit": ({"schedule": {"interval": "300"}}, "spec.schedule.interval"),
     "cron-three-fields": ({"schedule": {"cron": "* * *"}}, "spec.schedule.cron"),
@@ -649,7 +679,7 @@ BAD_STATUSES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "too-many-violations": ({"violations": [{}] * 501}, "status.violations"),
     "violation-remedy-bogus": (
-        {"violations": [{"remedy": "Surge"}]},
+        {"violations": [{"remedy": "Teleport"}]},
         "status.violations[0].remedy",
     ),
     "message-too-long": ({"violations": [{"message": "x" * 1025}]}, "status.violations[0].message"),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
+    DELETION_COST,
     FakeNodes,
     list_pods,
     pods_per_zone,
@@ -25,7 +26,6 @@ from kubernetes.client.exceptions import ApiException
 pytestmark = pytest.mark.cluster
 
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def test_apiserver_is_real_and_rbac_is_on(control_plane: ControlPlane) -> None:

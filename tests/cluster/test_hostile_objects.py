@@ -23,6 +23,9 @@ from typing import Any
 import pytest
 from kube_harness import ControlPlane
 from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
     scanned_after,
     spread_deployment,
@@ -34,8 +37,6 @@ from kubernetes import client
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
-
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 
 
 def bare_pod(name: str, node: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:

@@ -30,14 +30,13 @@ from typing import Any
 import pytest
 import yaml
 from kube_harness import ControlPlane, free_port
-from kube_helpers import status_of, wait_for
+from kube_helpers import GROUP, PLURAL, VERSION, status_of, wait_for
 from kubernetes import client
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # crd, operator_rbac
 
 REPO = Path(__file__).resolve().parents[2]
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 SA_NAMESPACE, SA_NAME = "respread-system", "respread"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 IMAGE_BUILD_TIMEOUT = 1200

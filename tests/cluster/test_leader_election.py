@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kube_harness import AuditLog, ControlPlane, free_port
 from kube_helpers import (
+    DELETION_COST,
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
+    evictions,
     list_pods,
     parse_time,
     pod_is_ready,
@@ -35,9 +40,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
 LEASE_DURATION = 6.0
 
@@ -67,16 +70,6 @@ def status_writes(audit: AuditLog, since: int, policy: str) -> list[dict[str, An
         and e.get("objectRef", {}).get("subresource") == "status"
         and e.get("objectRef", {}).get("name") == policy
         and e.get("verb") in ("patch", "update")
-    ]
-
-
-def evictions(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in audit.events(since)
-        if e.get("stage") == "ResponseComplete"
-        and e.get("objectRef", {}).get("subresource") == "eviction"
-        and e.get("objectRef", {}).get("namespace") == namespace
     ]
 
 

@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from kube_harness import ControlPlane, free_port
-from kube_helpers import FakeNodes, spread_deployment, status_of, wait_for, wait_pods_ready
+from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    FakeNodes,
+    spread_deployment,
+    status_of,
+    wait_for,
+    wait_pods_ready,
+)
 from kubernetes import client
 
 if TYPE_CHECKING:
@@ -37,7 +46,6 @@ pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # crd, operator_factory
 
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 # Grafana's variables, as the dashboard would have them: every policy, a rate window of a few
 # scrapes (the test scrapes every second).
 GRAFANA_VARIABLES = {"$policy": ".*", "$__rate_interval": "10s"}
@@ -272,6 +280,7 @@ def run_and_evaluate(
         "RespreadNoLeader": [],
         "RespreadViolationsPersist": [{"policy": dry}],
         "RespreadEvictionsFailing": [],
+        "RespreadSurgeStuck": [],
     }
 
     # The values the key panels show are the operator's.

@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
+    DELETION_COST,
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
+    evictions,
     list_pods,
     pods_per_zone,
     skew,
@@ -27,9 +32,7 @@ from kubernetes import client
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def make_policy(custom: client.CustomObjectsApi, name: str, namespace: str, mode: str) -> None:
@@ -68,16 +71,6 @@ def skew_by_scale_down(
     apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 4}})
     survivors = wait_pods_ready(core, namespace, "app=web", 4)
     assert pods_per_zone(survivors, node_zones) == {"zone-a": 0, "zone-b": 1, "zone-c": 3}
-
-
-def evictions(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in audit.events(since)
-        if e.get("objectRef", {}).get("subresource") == "eviction"
-        and e.get("objectRef", {}).get("namespace") == namespace
-        and e.get("stage") == "ResponseComplete"
-    ]
 
 
 def test_dry_run_reports_the_scale_down_and_evicts_nothing_then_enforce_converges(

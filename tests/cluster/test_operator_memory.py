@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
+    DELETION_COST,
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
     list_pods,
     pod_is_ready,
@@ -29,9 +33,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def evicted(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:

@@ -25,6 +25,10 @@ import pytest
 import yaml
 from kube_harness import AuditLog, ControlPlane, free_port
 from kube_helpers import (
+    DELETION_COST,
+    GROUP,
+    PLURAL,
+    VERSION,
     FakeNodes,
     list_pods,
     node_is_ready,
@@ -48,10 +52,8 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd, operator and operator_factory
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
 ZONE = "topology.kubernetes.io/zone"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 # --------------------------------------------------------------------------- helpers

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kube_harness import AuditLog, ControlPlane
-from kube_helpers import scanned_after, status_of, wait_for
+from kube_helpers import GROUP, OPERATOR_USER, PLURAL, VERSION, scanned_after, status_of, wait_for
 from kubernetes import client
 from population import Population, populate, remove
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
-GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
-OPERATOR_USER = "system:serviceaccount:respread-system:respread"
 PODS = 2500  # per population
 NODES = 60
 MAX_KB_PER_POD = 10.0  # kopf-fed watches cost about 31 KB a pod; slim records about 1 KB

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kube_helpers import GROUP, PLURAL, VERSION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_fixtures import GROUP, PLURAL, VERSION, crd  # noqa: F401 (a fixture)
+from operator_fixtures import crd  # noqa: F401 (a fixture)
 from tests.policy_corpus import API_ACCEPTS, CASES, EXCEPTIONS
 
 from respread.cli import UsageError, read_policy

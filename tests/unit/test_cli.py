@@ -652,7 +652,13 @@ def test_by_default_eviction_is_the_remedy_and_no_cost_is_ordered(
     report = plan_json(capsys, "--snapshot", str(snapshot))
     (violation,) = report["violations"]
     assert violation["remedy"] == "Evict"
-    assert violation["remedies"] == [
+    assert violation["remedies"][2] == {
+        "name": "Surge",
+        "enabled": False,
+        "applies": False,
+        "reason": "a ReplicaSet is not surged (Deployments only)",
+    }
+    assert violation["remedies"][:2] == [
         {
             "name": "Evict",
             "enabled": True,

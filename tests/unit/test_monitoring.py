@@ -146,6 +146,7 @@ def every_metric_set() -> Iterator[None]:
     metrics.SCAN_FAILURES.labels(policy).inc()
     metrics.LAST_SCAN.labels(policy).set(1.7e9)
     metrics.LEADER.set(1)
+    metrics.SURGES.labels(policy, "started").inc()
     yield
     metrics.forget(policy)
     for metric in (
@@ -157,6 +158,7 @@ def every_metric_set() -> Iterator[None]:
         metric.remove(policy)
     metrics.PLANNED.remove(policy, "Planned")
     metrics.EVICTIONS.remove(policy, "Evicted")
+    metrics.SURGES.remove(policy, "started")
     metrics.LEADER.set(leader)
 
 

@@ -5,14 +5,17 @@ synced."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
 from kubernetes import client
 
-from respread.kube.watch import GoneError, Page
+from respread.kube.watch import GoneError, Page, SilentError, watch_events
 from respread.runtime import reflector as reflector_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.reflector import ListingStats, Reflector
@@ -153,3 +156,71 @@ def test_a_kind_whose_watch_is_failing_fails_a_scan_at_once(
     cache.set_synced("Pod", False, error="ApiException: (403) Forbidden")
     with pytest.raises(CacheBehindError, match="403"):
         asyncio.run(cache.wait_ready(30))
+
+
+def test_a_silent_watch_is_watched_again_from_its_last_version_without_counting_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def stalls_after_one_event() -> Iterator[dict[str, Any]]:
+        yield event("MODIFIED", pod("a", "110", "n2"))
+        raise SilentError("the watch of /api/v1/pods sent nothing for too long")
+
+    cache = ClusterCache()
+    script = run(
+        monkeypatch,
+        cache,
+        ("list", [[pod("a", "90")]]),
+        ("watch", stalls_after_one_event()),
+        ("watch", [event("ADDED", pod("b", "111"))]),
+    )
+    assert script.calls == [("list", None), ("watch", "100"), ("watch", "110")]
+    assert names(cache) == {"a": "n2", "b": "n1"}
+    assert "Pod" in cache.synced and not cache.failing
+    assert not cache.suspect  # resuming from our version replays what the stall held back
+
+
+class _SilentServer:
+    """An HTTP server whose watch answers with one event, then says nothing, connection open:
+    a stalled route as the client sees it."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.release = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        with conn:
+            conn.recv(65536)
+            line = json.dumps(event("ADDED", pod("a", "7"))).encode() + b"\n"
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+                + f"{len(line):x}\r\n".encode()
+                + line
+                + b"\r\n"
+            )
+            self.release.wait(30)
+
+    def close(self) -> None:
+        self.release.set()
+        self.listener.close()
+
+
+def test_a_watch_that_stalls_without_closing_ends_with_silent_error_after_its_read_timeout() -> (
+    None
+):
+    server = _SilentServer()
+    try:
+        config = client.Configuration(host=f"http://127.0.0.1:{server.port}")
+        api = client.ApiClient(config)
+        started = time.monotonic()
+        events = watch_events(api, "/api/v1/pods", "5", server_timeout=300, read_timeout=0.5)
+        first = next(events)
+        assert first["object"]["metadata"]["name"] == "a"
+        with pytest.raises(SilentError, match="/api/v1/pods"):
+            next(events)
+        assert time.monotonic() - started < 10
+    finally:
+        server.close()

@@ -4,7 +4,9 @@ Each write reads the pod first and checks, against what the scan saw: the same p
 same cost, and (unless the policy takes over) no other field manager owning the annotation now.
 It then sends a JSON merge patch of that one annotation with respread's field manager and the
 resourceVersion it read as a precondition, so a change made in between is never overwritten
-(409: skipped, the next scan sees it).
+(409: skipped, the next scan sees it). With a policy named, the same patch records the policy
+and the value written (cost_release.py); `release_cost` takes such a cost back under the same
+guards.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from respread.cost_release import Action
 from respread.deletion_cost import FIELD_MANAGER, parse_cost
-from respread.snapshot import DELETION_COST
+from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
 
 MERGE_PATCH = "application/merge-patch+json"
 
 
 class CostResult(StrEnum):
     WRITTEN = "Written"
+    REMOVED = "Removed"  # the cost and respread's companion annotations
+    HANDED_OVER = "HandedOver"  # the cost kept under another policy
+    UNTAGGED = "Untagged"  # another manager's cost now: only respread's companions removed
     SKIPPED = "Skipped"  # the pod changed since the scan, or another manager owns the cost
     FAILED = "Failed"
 
@@ -56,6 +62,7 @@ def write_cost(
     expected: int | None,
     cost: int,
     take_over: bool,
+    policy: str | None = None,
 ) -> CostWrite:
     """Set the pod's pod-deletion-cost to ``cost`` if it still is as the scan saw it."""
     core = client.CoreV1Api(api)
@@ -77,24 +84,104 @@ def write_cost(
         foreign = sorted(_owners(meta.managed_fields) - {FIELD_MANAGER})
         if foreign and raw is not None and not take_over:
             return done(CostResult.SKIPPED, f"its cost is owned by {', '.join(foreign)}")
-        body = {
-            "metadata": {
-                "resourceVersion": meta.resource_version,
-                "annotations": {DELETION_COST: str(cost)},
-            }
-        }
-        core.patch_namespaced_pod(
-            name,
-            namespace,
-            body,
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
-            _preload_content=False,
-        )
+        annotations: dict[str, str | None] = {DELETION_COST: str(cost)}
+        if policy is not None:
+            annotations.update({COST_POLICY: policy, COST_WRITTEN: str(cost)})
+        _patch(core, namespace, name, meta.resource_version, annotations)
     except ApiException as err:
-        if err.status in (404, 409):
-            return done(CostResult.SKIPPED, f"the pod changed or is gone (HTTP {err.status})")
-        return done(CostResult.FAILED, f"HTTP {err.status} {err.reason}")
+        return done(*_refused(err))
     except (urllib3.exceptions.HTTPError, OSError) as err:
         return done(CostResult.FAILED, f"{type(err).__name__}: {err}")
     return done(CostResult.WRITTEN, f"pod-deletion-cost {cost}")
+
+
+def _patch(
+    core: client.CoreV1Api,
+    namespace: str,
+    name: str,
+    resource_version: str | None,
+    annotations: dict[str, str | None],
+) -> None:
+    """A JSON merge patch of these annotations (None: removed), as respread's field manager,
+    refused by the API server (409) if the pod changed since `resource_version` was read."""
+    body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
+    response = core.patch_namespaced_pod(
+        name,
+        namespace,
+        body,
+        field_manager=FIELD_MANAGER,
+        _content_type=MERGE_PATCH,
+        _preload_content=False,
+    )
+    drain(response)
+
+
+def drain(response: Any) -> None:
+    """Read an unparsed response to its end and give its connection back (a connection dropped
+    unread makes the API server log the request as aborted)."""
+    read = getattr(response, "read", None)
+    if callable(read):
+        read()
+    release = getattr(response, "release_conn", None)
+    if callable(release):
+        release()
+
+
+def _refused(err: ApiException) -> tuple[CostResult, str]:
+    if err.status in (404, 409):
+        return CostResult.SKIPPED, f"the pod changed or is gone (HTTP {err.status})"
+    return CostResult.FAILED, f"HTTP {err.status} {err.reason}"
+
+
+def release_cost(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    uid: str | None,
+    policy: str,
+    action: Action,
+    hand_to: str | None = None,
+) -> CostWrite:
+    """Take back a cost the policy wrote (cost_release.py decided how), if the pod is still as
+    the scan saw it: the same pod (uid), its cost still naming the policy. Whether the cost is
+    still respread's (sole owner, the value written) is checked again on the pod as read: if
+    not, only respread's companion annotations are removed, never the cost."""
+    core = client.CoreV1Api(api)
+
+    def done(result: CostResult, reason: str) -> CostWrite:
+        return CostWrite(namespace, name, result, reason)
+
+    try:
+        meta = core.read_namespaced_pod(name, namespace).metadata
+        if meta is None:
+            return done(CostResult.FAILED, "the API server returned a pod without metadata")
+        if uid is not None and meta.uid != uid:
+            return done(CostResult.SKIPPED, "the pod was replaced since the scan")
+        current = meta.annotations or {}
+        if current.get(COST_POLICY) != policy:
+            return done(CostResult.SKIPPED, "its cost no longer names this policy")
+        raw = current.get(DELETION_COST)
+        ours = (
+            _owners(meta.managed_fields) == {FIELD_MANAGER}
+            and parse_cost(raw) is not None
+            and parse_cost(raw) == parse_cost(current.get(COST_WRITTEN))
+        )
+        if not ours:
+            action = Action.UNTAG
+        annotations: dict[str, str | None]
+        if action is Action.HAND_OVER and hand_to is not None:
+            annotations = {COST_POLICY: hand_to}
+            result, reason = CostResult.HANDED_OVER, f"kept under RebalancePolicy {hand_to}"
+        elif action is Action.UNTAG:
+            annotations = {COST_POLICY: None, COST_WRITTEN: None}
+            result, reason = CostResult.UNTAGGED, f"its cost ({raw!r}) is not respread's now"
+        else:
+            annotations = {DELETION_COST: None, COST_POLICY: None, COST_WRITTEN: None}
+            result, reason = CostResult.REMOVED, f"pod-deletion-cost {raw} removed"
+        _patch(core, namespace, name, meta.resource_version, annotations)
+    except ApiException as err:
+        return done(*_refused(err))
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        return done(CostResult.FAILED, f"{type(err).__name__}: {err}")
+    return done(result, reason)

@@ -24,6 +24,7 @@ LISTS = (
     ("StatefulSet", "/apis/apps/v1/statefulsets"),
     ("DaemonSet", "/apis/apps/v1/daemonsets"),
     ("Job", "/apis/batch/v1/jobs"),
+    ("HorizontalPodAutoscaler", "/apis/autoscaling/v2/horizontalpodautoscalers"),
 )
 PAGE = 500
 # Names only: the server answers a list with PartialObjectMetadataList (no specs, no statuses).

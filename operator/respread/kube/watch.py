@@ -6,7 +6,10 @@ changes after a resourceVersion, one decoded event at a time. Both bypass the cl
 classes: the raw dicts are parsed into slim records at once and dropped.
 
 A watch whose resourceVersion is too old ends with `GoneError` (HTTP 410, either as the
-response or as an ERROR event): the caller must list again.
+response or as an ERROR event): the caller must list again. A watch that stays silent longer
+than its read timeout ends with `SilentError`: the connection may have stalled without being
+closed (a dropped route, a half-open NAT entry), and the caller should watch again from the
+last version it saw.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ReadTimeoutError
 
 from respread.kube.client import KubeError
 
@@ -27,6 +31,10 @@ CHUNK = 64 * 1024
 
 class GoneError(KubeError):
     """The resourceVersion a watch asked for has expired (410 Gone): list again."""
+
+
+class SilentError(KubeError):
+    """No byte of a watch arrived within its read timeout: watch again from the last version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +115,7 @@ def watch_events(
 def _events(path: str, raw: Any) -> Iterator[dict[str, Any]]:
     try:
         pending = b""
-        for chunk in raw.stream(CHUNK, decode_content=True):
+        for chunk in _chunks(path, raw):
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
@@ -126,3 +134,10 @@ def _events(path: str, raw: Any) -> Iterator[dict[str, Any]]:
     finally:
         raw.close()  # a stream left before its end must not go back to the pool half-read
         raw.release_conn()
+
+
+def _chunks(path: str, raw: Any) -> Iterator[bytes]:
+    try:
+        yield from raw.stream(CHUNK, decode_content=True)
+    except ReadTimeoutError as err:
+        raise SilentError(f"the watch of {path} sent nothing for too long") from err

@@ -33,6 +33,43 @@ def patch_status(api: client.ApiClient, policy: str, status: dict[str, Any]) -> 
         ) from None
 
 
+def set_finalizer(api: client.ApiClient, policy: str, finalizer: str, *, present: bool) -> bool:
+    """Add or remove one finalizer of a RebalancePolicy (read, then a merge patch of
+    metadata.finalizers with the resourceVersion read as a precondition). True when the object
+    now is as asked; False when it changed in between (409: the next scan tries again)."""
+    custom = client.CustomObjectsApi(api)
+    try:
+        obj = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, policy)
+        meta = (obj.get("metadata") if isinstance(obj, dict) else None) or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if (finalizer in finalizers) == present:
+            return True
+        wanted = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
+        body = {"metadata": {"finalizers": wanted, "resourceVersion": meta.get("resourceVersion")}}
+        response = custom.patch_cluster_custom_object(
+            GROUP,
+            VERSION,
+            PLURAL,
+            policy,
+            body,
+            field_manager=COMPONENT,
+            _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )
+        read = getattr(response, "read", None)  # to its end: the connection is reused
+        if callable(read):
+            read()
+    except ApiException as err:
+        if err.status == 404:
+            raise PolicyGoneError(f"RebalancePolicy {policy} no longer exists") from None
+        if err.status == 409:
+            return False
+        raise KubeError(
+            f"the finalizers of RebalancePolicy {policy}: HTTP {err.status} {err.reason}"
+        ) from None
+    return True
+
+
 def post_event(
     api: client.ApiClient,
     *,

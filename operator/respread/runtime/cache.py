@@ -39,6 +39,7 @@ from kubernetes import client
 from respread.kube.client import KubeError
 from respread.kube.reader import list_keys
 from respread.model import (
+    Autoscaler,
     ClusterState,
     DisruptionBudget,
     Namespace,
@@ -96,6 +97,7 @@ WATCHED = (
     Watched("apps", "v1", "statefulsets", "StatefulSet"),
     Watched("apps", "v1", "daemonsets", "DaemonSet"),
     Watched("batch", "v1", "jobs", "Job"),
+    Watched("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
 )
 
 
@@ -325,6 +327,7 @@ class ClusterCache:
         budgets: tuple[DisruptionBudget, ...] = values("PodDisruptionBudget")
         services: tuple[Service, ...] = values("Service")
         namespaces: tuple[Namespace, ...] = values("Namespace")
+        autoscalers: tuple[Autoscaler, ...] = values("HorizontalPodAutoscaler")
         return ClusterState(
             nodes=nodes,
             pods=pods,
@@ -333,4 +336,5 @@ class ClusterCache:
             services=services,
             namespaces=namespaces,
             taken_at=time.time(),
+            autoscalers=autoscalers,
         )

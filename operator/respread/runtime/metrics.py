@@ -35,6 +35,12 @@ EVICTIONS = Counter(
     ["policy", "result"],
     registry=REGISTRY,
 )
+COST_PATCHES = Counter(
+    "respread_deletion_cost_patches_total",
+    "pod-deletion-cost patches attempted (writes, and costs taken back), by result",
+    ["policy", "result"],
+    registry=REGISTRY,
+)
 SCAN_SECONDS = Histogram(
     "respread_scan_duration_seconds", "Time taken by a scan", ["policy"], registry=REGISTRY
 )
@@ -50,6 +56,23 @@ LAST_SCAN = Gauge(
 LEADER = Gauge(
     "respread_leader",
     "1 while this replica acts (holds the leader election Lease, or runs standalone), else 0",
+    registry=REGISTRY,
+)
+
+SURGES = Counter(
+    "respread_surges_total",
+    "Surge operations by outcome: started, finished, rolled_back, stood_down, failed",
+    ["policy", "outcome"],
+    registry=REGISTRY,
+)
+SURGES_IN_FLIGHT = Gauge(
+    "respread_surges_in_flight",
+    "Surge operations in flight (Deployments carrying respread's operation annotation)",
+    registry=REGISTRY,
+)
+SURGE_OVERDUE = Gauge(
+    "respread_surge_overdue_seconds",
+    "How long past its readyTimeout deadline the oldest surge in flight is (0: none is)",
     registry=REGISTRY,
 )
 

@@ -19,19 +19,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
+from respread.cost_release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
 from respread.leadership import LeaseTiming
-from respread.policy import PolicyError, RebalancePolicy, parse_policy
-from respread.runtime import metrics
+from respread.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
+from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.memory import PolicyMemory
@@ -69,6 +71,7 @@ class App:
     running: set[asyncio.Task[Any]] = field(default_factory=set)
     election_task: asyncio.Task[None] | None = None
     reflectors: Reflectors | None = None
+    lifecycles: dict[str, Lifecycle] = field(default_factory=dict)  # deletion, finalizer
 
     def acting(self) -> bool:
         """May this replica scan, write and evict now? Always, unless leader election says no."""
@@ -114,19 +117,50 @@ class App:
             memory = self.memories.get(name)
             if memory is None:  # first scan since start or election: what the status says
                 memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
-            if not await run_scan(self.api, self.cache, policy, memory, uid, acting=self.acting):
+            if not await run_scan(
+                self.api,
+                self.cache,
+                policy,
+                memory,
+                uid,
+                acting=self.acting,
+                lifecycle=self.lifecycles.get(name, NOT_DELETING),
+                others=self.others(name),
+            ):
                 self.unschedule(name)
         finally:
             if task is not None:
                 self.running.discard(task)
 
-    def schedule(self, policy: RebalancePolicy, uid: str | None) -> None:
+    def others(self, name: str) -> list[RebalancePolicy]:
+        """The other policies that are not being deleted (one may keep a cost this one wrote)."""
+        return [
+            p
+            for n, (p, _) in self.policies.items()
+            if n != name and self.lifecycles.get(n, NOT_DELETING).deleting_since is None
+        ]
+
+    def schedule(
+        self, policy: RebalancePolicy, uid: str | None, lifecycle: Lifecycle = NOT_DELETING
+    ) -> None:
         previous = self.policies.get(policy.name)
+        was_deleting = self.lifecycles.get(policy.name, NOT_DELETING).deleting_since is not None
+        deleting = lifecycle.deleting_since is not None
+        if deleting:  # when this operator saw the deletion first, on its own clock
+            seen = self.lifecycles.get(policy.name, NOT_DELETING).seen
+            lifecycle = replace(lifecycle, seen=seen if was_deleting else time.time())
         self.policies[policy.name] = (policy, uid)
-        if previous is not None and previous[0].generation == policy.generation:
+        self.lifecycles[policy.name] = lifecycle
+        if (
+            previous is not None
+            and previous[0].generation == policy.generation
+            and was_deleting == deleting
+        ):
             return  # a status update, not a spec change
         assert self.scheduler is not None
         trigger, grace = trigger_for(policy.schedule)
+        if deleting:  # taking its pod-deletion-costs back: passes every RELEASE_INTERVAL
+            trigger, grace = IntervalTrigger(seconds=RELEASE_INTERVAL), int(RELEASE_INTERVAL)
         self.scheduler.add_job(
             self.scan,
             trigger,
@@ -150,6 +184,7 @@ class App:
         self.policies.pop(name, None)
         self.memories.pop(name, None)
         self.statuses.pop(name, None)
+        self.lifecycles.pop(name, None)
         metrics.forget(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)
@@ -206,10 +241,19 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         if type == "DELETED":
             app.unschedule(name)
             return
+        lifecycle = lifecycle_of(body.get("metadata", {}))
         try:
             policy = parse_policy(body)
         except PolicyError as err:
             log.error("%s", err)
+            if lifecycle.deleting_since is not None and lifecycle.finalizer:
+                # deleting: its costs are still taken back (by name; the defaults' bound)
+                app.schedule(
+                    replace(DEFAULT_POLICY, name=name),
+                    body.get("metadata", {}).get("uid"),
+                    lifecycle,
+                )
+                return
             app.unschedule(name)
             if not app.acting():
                 return  # the leader reports it
@@ -228,7 +272,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
             patch_status(app.api, name, status)
             return
         app.statuses[name] = dict(body.get("status") or {})
-        app.schedule(policy, body.get("metadata", {}).get("uid"))
+        app.schedule(policy, body.get("metadata", {}).get("uid"), lifecycle)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -239,6 +283,16 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         app.reflectors.start()
         app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
         app.scheduler.start()
+        surges.watch_orphans(  # a policy being deleted hands its surges to the orphan pass
+            app.api,
+            app.cache,
+            lambda: [
+                n
+                for n in app.policies
+                if app.lifecycles.get(n, NOT_DELETING).deleting_since is None
+            ],
+            app.acting,
+        )
         if app.elector is not None:
             app.election_task = asyncio.create_task(app.elector.run(), name="leader election")
         else:
@@ -248,6 +302,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
     async def cleanup(**_: Any) -> None:
         if app.scheduler is not None:
             app.scheduler.shutdown(wait=False)
+        surges.stop_orphans()
         if app.reflectors is not None:
             app.reflectors.close(timeout=0)
         for task in list(app.running):
