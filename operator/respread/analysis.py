@@ -14,16 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from respread.kernel import CountTable, FilterStatus
 from respread.model import ClusterState, Labels, Namespace, Pod, When
 from respread.policy import RebalancePolicy
 from respread.selectors import selector_matches
-from respread.spread import (
-    CountTable,
-    EffectiveConstraint,
-    FilterStatus,
-    Profile,
-    SpreadIndex,
-)
+from respread.spread import EffectiveConstraint, Profile, SpreadIndex
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -210,30 +205,22 @@ def violating_nodes(
     profile = members.profile
     out: dict[str, FilterStatus] = {}
     table = tables[constraint]
-    c = profile.constraints[constraint]
-    selector = c.selector
-    node_domain = table.space.node_domain
+    judge = index.rules(profile)[constraint]
+    key = judge.key
     counts = table.counts
-    gmin = table.global_min(c.min_domains)
-    min_applies = table.space.size >= c.min_domains
-    limit = c.max_skew - (1 if profile.self_match[constraint] else 0)
+    # the rule's ceilings, once per group: every node of every group is judged
+    _, ceiling, ceiling_counted = judge.ceilings(table)
+    if index.counts_pod(profile.constraints[constraint].selector, members.labels):
+        node_domain = table.space.node_domain  # members there are in the counts
+    else:
+        node_domain = {}
     nodes = index.nodes
-    selected = index.counts_pod(selector, members.labels)  # one answer for all the members
     for node_name in members.by_node:
-        # check_constraint, inlined for the passing case (every node of every group)
-        value = nodes[node_name].labels.get(c.key)
-        if value is not None:
-            match_num = counts.get(value, 0)
-            floor = gmin
-            if selected and node_name in node_domain:
-                match_num -= 1
-                if min_applies and match_num < floor:
-                    floor = match_num
-            if match_num - floor <= limit:
-                continue
-            out[node_name] = FilterStatus.UNSCHEDULABLE
-        else:
+        value = nodes[node_name].labels.get(key)
+        if value is None:
             out[node_name] = FilterStatus.UNRESOLVABLE
+        elif counts.get(value, 0) > (ceiling_counted if node_name in node_domain else ceiling):
+            out[node_name] = FilterStatus.UNSCHEDULABLE
     return out
 
 

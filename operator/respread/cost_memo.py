@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from itertools import count
 
 from respread.analysis import Analysis, Members, WorkloadRef
+from respread.kernel import CountTable, DomainSpace
 from respread.model import Pod
 from respread.snapshot import DELETION_COST
-from respread.spread import CountTable, DomainSpace
 
 
 @dataclass(frozen=True, slots=True)

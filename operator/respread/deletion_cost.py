@@ -40,10 +40,11 @@ from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, workload_of
 from respread.cost_memo import CostMemo, Remembered, ScanKeys
+from respread.kernel import CountTable, SpreadRule
 from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
 from respread.snapshot import DELETION_COST
-from respread.spread import CountTable, SpreadIndex, pod_counts
+from respread.spread import SpreadIndex, pod_counts
 
 FIELD_MANAGER: Final = "respread"  # the field manager respread writes costs with
 ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
@@ -166,16 +167,14 @@ class _Check:
     """One group a removal must keep within maxSkew: members (live view) and a constraint.
 
     ``classes`` is what analysis.violating_nodes reads of each node standing for a class: its
-    value of the key (None: unresolvable) and 1 when the node's own pod is taken out of the
-    count before judging it (the members are counted and the node is eligible)."""
+    value of the key (None: unresolvable) and whether the members there are in the counts
+    (they are counted and the node is eligible), so judged with the counted ceiling."""
 
     members: Members
     tables: tuple[CountTable, ...]
     index: int
-    classes: Mapping[str, tuple[str | None, int]]
-    limit: int  # maxSkew, less one when the members count themselves
-    min_domains: int
-    min_applies: bool  # enough eligible domains for minDomains to leave the minimum as it is
+    classes: Mapping[str, tuple[str | None, bool]]
+    rule: SpreadRule
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,24 +234,16 @@ def _prepared(
     index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
 ) -> _Check:
     """A check with what analysis.violating_nodes reads of each of its nodes, read once."""
-    profile = members.profile
-    c = profile.constraints[constraint]
+    rule = index.rules(members.profile)[constraint]
     table = tables[constraint]
-    selected = bool(members.by_node) and index.counts_pod(c.selector, members.labels)
+    selector = members.profile.constraints[constraint].selector
+    counted = bool(members.by_node) and index.counts_pod(selector, members.labels)
     eligible = table.space.node_domain
     classes = {
-        node: (index.nodes[node].labels.get(c.key), 1 if selected and node in eligible else 0)
+        node: (index.nodes[node].labels.get(rule.key), counted and node in eligible)
         for node in members.by_node
     }
-    return _Check(
-        members,
-        tables,
-        constraint,
-        classes,
-        c.max_skew - (1 if profile.self_match[constraint] else 0),
-        c.min_domains,
-        table.space.size >= c.min_domains,
-    )
+    return _Check(members, tables, constraint, classes, rule)
 
 
 class _Simulation:
@@ -377,16 +368,13 @@ class _Simulation:
         if live:
             table = check.tables[check.index]
             counts = table.counts
-            gmin = table.global_min(check.min_domains)
-            limit, min_applies, classes = check.limit, check.min_applies, check.classes
+            _, ceiling, ceiling_counted = check.rule.ceilings(table)
+            classes = check.classes
             for node, pods in live.items():
-                domain, own = classes[node]
-                if domain is None:
-                    value += len(pods)
-                    continue
-                match = counts.get(domain, 0) - own
-                floor = match if own and min_applies and match < gmin else gmin
-                if match - floor > limit:
+                domain, counted = classes[node]
+                if domain is None or counts.get(domain, 0) > (
+                    ceiling_counted if counted else ceiling
+                ):
                     value += len(pods)
         self._misplaced[number] = value
         return value

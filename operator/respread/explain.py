@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from respread.kernel import CountTable, FilterStatus
 from respread.model import Pod
 from respread.placement import CapacityLedger, static_reasons
-from respread.spread import CountTable, FilterStatus, Profile, SpreadIndex, filter_node
+from respread.spread import Profile, SpreadIndex, filter_node
 
 
 @dataclass(frozen=True, slots=True)

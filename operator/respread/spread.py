@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
+from respread.kernel import SUCCESS, CountTable, DomainSpace, SpreadRule, Verdict
 from respread.model import (
     FINISHED,
     NO_AFFINITY,
@@ -105,12 +105,6 @@ def effective_constraints(
     return tuple(out)
 
 
-class FilterStatus(StrEnum):
-    SUCCESS = "Success"
-    UNSCHEDULABLE = "Unschedulable"
-    UNRESOLVABLE = "UnschedulableAndUnresolvable"
-
-
 @dataclass(frozen=True, slots=True)
 class Profile:
     """How the scheduler judges pods of one shape: namespace, constraints, and what they honour."""
@@ -126,116 +120,10 @@ class Profile:
         return frozenset(c.key for c in self.constraints)
 
 
-@dataclass(frozen=True, slots=True)
-class DomainSpace:
-    """The eligible nodes of one constraint, and each one's domain value."""
-
-    node_domain: Mapping[str, str]
-    domain_nodes: Mapping[str, tuple[str, ...]]
-
-    @property
-    def size(self) -> int:
-        return len(self.domain_nodes)
-
-
-class CountTable:
-    """Counted pods per domain. Sparse: an eligible domain missing from ``counts`` holds 0.
-
-    The minimum and the maximum are cached; the maximum is kept across single-pod moves (a
-    decrement of the only fullest domain lowers it by exactly one), because the planner asks
-    for it around every simulated move of large hostname tables.
-    """
-
-    __slots__ = ("_at_max", "_max", "_min", "_size", "counts", "space")
-
-    def __init__(self, space: DomainSpace, counts: dict[str, int]) -> None:
-        self.space = space
-        self.counts = counts
-        self._min: int | None = None
-        self._max: int | None = None
-        self._at_max: int | None = None  # how many domains hold the maximum, when known
-        self._size = space.size
-
-    def get(self, domain: str) -> int:
-        return self.counts.get(domain, 0)
-
-    def add(self, domain: str, delta: int) -> None:
-        old = self.counts.get(domain, 0)
-        value = old + delta
-        if value:
-            self.counts[domain] = value
-        else:
-            self.counts.pop(domain, None)
-        self._min = None
-        top = self._max
-        if top is None:
-            return
-        if value > top:
-            self._max, self._at_max = value, 1
-        elif value == top:
-            if self._at_max is not None:
-                self._at_max += 1
-        elif old == top:
-            if self._at_max is None:
-                self._max = None
-            elif self._at_max > 1:
-                self._at_max -= 1
-            elif value == top - 1:
-                self._max, self._at_max = value, None
-            else:
-                self._max = None
-
-    def raw_min(self) -> int:
-        """The minimum over every eligible domain, zeros included (0 when there are none)."""
-        if len(self.counts) < self._size:
-            return 0
-        if self._min is None:
-            self._min = min(self.counts.values()) if self.counts else 0
-        return self._min
-
-    def global_min(self, min_domains: int, without: str | None = None) -> int:
-        """Section 5: 0 below minDomains eligible domains, else the minimum.
-
-        ``without`` names a domain one pod is taken out of first (a bound pod judged as if it
-        were being placed again).
-        """
-        if self._size < min_domains:
-            return 0
-        current = self.raw_min()
-        if without is None:
-            return current
-        return min(current, self.counts.get(without, 0) - 1)
-
-    def max_count(self) -> int:
-        if self._max is None:
-            counts = self.counts
-            top = max(counts.values(), default=0)
-            self._max = top
-            self._at_max = sum(1 for n in counts.values() if n == top) if top else None
-        return self._max
-
-    def skew(self, min_domains: int) -> int:
-        """``max(count) - globalMin`` over the eligible domains (0 when there are none)."""
-        if not self._size:
-            return 0
-        return self.max_count() - self.global_min(min_domains)
-
-    def copy(self) -> CountTable:
-        return CountTable(self.space, dict(self.counts))
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    status: FilterStatus
-    constraint: int | None = None  # index of the deciding constraint
-    reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status is FilterStatus.SUCCESS
-
-
-SUCCESS: Final = Verdict(FilterStatus.SUCCESS)
+def rule(profile: Profile, index: int) -> SpreadRule:
+    """The Filter's rule for one constraint of pods of ``profile``."""
+    c = profile.constraints[index]
+    return SpreadRule(index, c.key, c.max_skew, c.min_domains, int(profile.self_match[index]))
 
 
 def pod_counts(pod: Pod) -> bool:
@@ -326,6 +214,7 @@ class SpreadIndex:
         self._profile_values: dict[Profile, Profile] = {}
         self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
+        self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
 
     # ---- selectors -------------------------------------------------------------------------
 
@@ -584,6 +473,16 @@ class SpreadIndex:
     def tables(self, profile: Profile) -> tuple[CountTable, ...]:
         return tuple(self.table(profile, i) for i in range(len(profile.constraints)))
 
+    def rules(self, profile: Profile) -> tuple[SpreadRule, ...]:
+        """The Filter's rule for each of the profile's constraints."""
+        hit = self._rules.get(id(profile))  # the entry holds the profile: its id stays its own
+        if hit is None:
+            hit = self._rules[id(profile)] = (
+                profile,
+                tuple([rule(profile, i) for i in range(len(profile.constraints))]),
+            )
+        return hit[1]
+
     def is_counted(self, profile: Profile, index: int, pod: Pod) -> bool:
         """Whether ``pod`` (bound, in the profile's namespace) is in the constraint's counts."""
         if pod.namespace != profile.namespace or pod.node_name is None or not pod_counts(pod):
@@ -601,28 +500,9 @@ def check_constraint(
     ``counted`` says the pod being judged is itself in ``table``, on this node: a bound pod
     judged as if it were being placed again, which first takes it out of the counts.
     """
-    c = profile.constraints[index]
-    value = node.labels.get(c.key)
-    if value is None:
-        return Verdict(
-            FilterStatus.UNRESOLVABLE,
-            index,
-            f"node lacks the topology key {c.key} (missing required label)",
-        )
-    if counted:
-        match_num = table.get(value) - 1
-        gmin = table.global_min(c.min_domains, without=value)
-    else:
-        match_num = table.get(value)
-        gmin = table.global_min(c.min_domains)
-    self_match = 1 if profile.self_match[index] else 0
-    if match_num + self_match - gmin > c.max_skew:
-        return Verdict(
-            FilterStatus.UNSCHEDULABLE,
-            index,
-            f"{c.key} {value}: {match_num} + {self_match} - {gmin} > maxSkew {c.max_skew}",
-        )
-    return SUCCESS
+    return rule(profile, index).verdict(
+        table, node.labels.get(profile.constraints[index].key), counted
+    )
 
 
 def filter_node(

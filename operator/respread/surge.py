@@ -31,12 +31,13 @@ from typing import Any, Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, violating_nodes, workload_of
 from respread.deletion_cost import INT32_MIN, CostPlan, Tier, current_cost, tier
+from respread.kernel import CountTable
 from respread.model import Autoscaler, Node, Pod, Workload
 from respread.placement import CapacityLedger, static_reasons
 from respread.planner import Plan
 from respread.policy import RebalancePolicy, SurgeWhen
 from respread.snapshot import SURGE_OPT, SURGE_STATE
-from respread.spread import CountTable, filter_node, pod_counts
+from respread.spread import filter_node, pod_counts
 from respread.surge_others import harm_to_others
 
 # GitOps markers: a controller that would put spec.replicas back (docs/surge.md).

@@ -1,5 +1,5 @@
 """A policy being deleted: its costs taken back in bounded passes, then the finalizer removed
-(runtime/scan.py `take_back`, the API calls replaced); the operator schedules those passes."""
+(runtime/costs.py `take_back`, the API calls replaced); the operator schedules those passes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from respread.cost_release import (
 )
 from respread.kube.annotations import CostResult, CostWrite
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings, RemediationSettings
-from respread.runtime import scan as scan_module
+from respread.runtime import costs as costs_module
+from respread.runtime import policy_events
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.operator import App
@@ -84,19 +85,22 @@ class Calls:
             self.finalizers.append(present)
             return True
 
-        def post_event(api: object, *, reason: str, warning: bool = False, **_: object) -> None:
+        def post_policy_event(
+            api: object, policy: str, uid: str | None, reason: str, *, warning: bool, **_: object
+        ) -> None:
             self.events.append((reason, warning))
 
         def patch_status(api: object, name: str, status: dict[str, Any]) -> None:
             self.statuses.append(status)
 
-        for fn in (release_cost, set_finalizer, post_event, patch_status):
-            monkeypatch.setattr(scan_module, fn.__name__, fn)
+        for fn in (release_cost, set_finalizer, patch_status):
+            monkeypatch.setattr(costs_module, fn.__name__, fn)
+        monkeypatch.setattr(policy_events, "post_policy_event", post_policy_event)
 
 
 def deletion_pass(cache: ClusterCache, lifecycle: Lifecycle, now: float) -> None:
     asyncio.run(
-        scan_module.take_back(
+        costs_module.take_back(
             API,
             cache,
             POLICY,

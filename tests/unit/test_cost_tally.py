@@ -9,7 +9,7 @@ import pytest
 from respread.cost_release import Action, CostCounts, Release, ReleasePlan
 from respread.kube.annotations import CostResult, CostWrite
 from respread.model import Labels, Pod
-from respread.runtime.scan import tally
+from respread.runtime.costs import tally
 from respread.snapshot import COST_POLICY
 from tests.unit.builders import pod
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from respread.spread import CountTable, DomainSpace
+from respread.kernel import CountTable, DomainSpace
 
 DOMAINS = ("a", "b", "c", "d")
 SPACE = DomainSpace({f"n-{d}": d for d in DOMAINS}, {d: (f"n-{d}",) for d in DOMAINS})

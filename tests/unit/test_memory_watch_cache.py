@@ -13,6 +13,7 @@ from kubernetes import client
 
 from respread.policy import parse_policy
 from respread.runtime import cache as cache_module
+from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
@@ -137,6 +138,7 @@ def test_a_scan_on_a_cache_that_does_not_catch_up_fails_and_plans_nothing(
     written: list[dict[str, Any]] = []
     monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: written.append(st))
     monkeypatch.setattr(scan_module, "post_event", lambda *a, **k: None)
+    monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
     monkeypatch.setattr(cache_module, "list_keys", lambda api, paths: listing(a="30"))
     monkeypatch.setattr(cache_module, "CATCH_UP", 0.3)
     policy = parse_policy(

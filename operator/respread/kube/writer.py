@@ -102,3 +102,26 @@ def post_event(
     )
     with contextlib.suppress(ApiException):  # best effort: the status carries the same facts
         client.CoreV1Api(api).create_namespaced_event(ns, event)
+
+
+def post_policy_event(
+    api: client.ApiClient,
+    policy: str,
+    uid: str | None,
+    reason: str,
+    *,
+    message: str,
+    warning: bool = False,
+) -> None:
+    """An Event about a RebalancePolicy (cluster-scoped: the Event goes to EVENT_NAMESPACE)."""
+    post_event(
+        api,
+        kind="RebalancePolicy",
+        name=policy,
+        namespace=None,
+        uid=uid,
+        api_version="respread.io/v1alpha1",
+        reason=reason,
+        warning=warning,
+        message=message,
+    )

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,35 +16,27 @@ from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
 from respread.changes import ViolationKey, change_events, changes
 from respread.collector import gc_paused
 from respread.cost_release import (
-    FINALIZER,
-    FINALIZER_TIMEOUT,
     NOT_DELETING,
     CostCounts,
     Lifecycle,
-    ReleasePlan,
     cost_event,
     cost_status,
-    coverage,
-    finalizer_due,
-    ordered_pods,
-    plan_conflicts,
-    plan_releases,
-    settled,
-    tagged,
 )
 from respread.deletion_cost import CostPlan, plan_costs
-from respread.kube.annotations import CostResult, CostWrite, release_cost, write_cost
 from respread.kube.client import KubeError
 from respread.kube.evictions import Result, evict
-from respread.kube.writer import PolicyGoneError, patch_status, post_event, set_finalizer
+from respread.kube.writer import PolicyGoneError, patch_status, post_event
 from respread.model import ClusterState, Pod
 from respread.planner import Move, Plan, plan
 from respread.policy import Mode, RebalancePolicy
 from respread.remediation import apply_remediation, defer_surged
 from respread.report import build_report
 from respread.runtime import metrics, surges
+from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
+from respread.runtime.costs import manage_costs, take_back, tally
 from respread.runtime.memory import PolicyMemory
+from respread.runtime.policy_events import tell_policy
 from respread.status import (
     Execution,
     build_status,
@@ -58,21 +49,6 @@ log = logging.getLogger(__name__)
 
 # One policy evicts at a time, whatever the number of policies.
 ENFORCEMENT = asyncio.Lock()
-
-Acting = Callable[[], bool]  # may this replica act now? (leader election; always, standalone)
-
-
-def _always() -> bool:
-    return True
-
-
-class NotLeadingError(Exception):
-    """Leadership was lost during a scan: it writes nothing more."""
-
-
-def _check(acting: Acting) -> None:
-    if not acting():
-        raise NotLeadingError("this replica no longer leads")
 
 
 def rfc3339(t: float) -> str:
@@ -146,14 +122,14 @@ async def enforce(
     cache_pods: Mapping[tuple[str, str], Pod],
     memory: PolicyMemory,
     now: float,
-    acting: Acting = _always,
+    acting: Acting = always,
 ) -> list[Execution]:
     """Evict the planned pods in order; budgets and caps were already counted by the plan.
     `acting` is asked before every request: a replica that stopped leading evicts nothing."""
     executions: list[Execution] = []
     async with ENFORCEMENT:
         for move in computed.plan.moves:
-            _check(acting)
+            check(acting)
             current = cache_pods.get((move.pod.namespace, move.pod.name))
             if (
                 current is None
@@ -201,246 +177,6 @@ async def enforce(
     return executions
 
 
-async def write_costs(
-    api: client.ApiClient, policy: RebalancePolicy, costs: CostPlan, acting: Acting = _always
-) -> list[CostWrite]:
-    """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
-    writes = []
-    for entry in costs.patches:
-        _check(acting)
-        write = await asyncio.to_thread(
-            write_cost,
-            api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
-            expected=entry.current,
-            cost=entry.desired,
-            take_over=policy.remediation.deletion_cost.take_over,
-            policy=policy.name,
-        )
-        metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
-        log.debug(
-            "pod-deletion-cost of %s/%s: %s (%s)",
-            write.namespace,
-            write.pod,
-            write.result.value,
-            write.reason,
-        )
-        writes.append(write)
-    if writes:
-        results = Counter(w.result.value for w in writes)
-        log.info(
-            "RebalancePolicy %s: pod-deletion-cost %s; %d left for later scans",
-            policy.name,
-            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
-            costs.deferred_patches,
-        )
-    return writes
-
-
-async def release_costs(
-    api: client.ApiClient, policy: RebalancePolicy, plan: ReleasePlan, acting: Acting = _always
-) -> list[CostWrite]:
-    """Take back this scan's costs (cost_release.py; already bounded). A cost handed over to
-    another policy is handed over only once that policy carries the finalizer (its deletion
-    then takes the cost back); one whose finalizer cannot be set now waits for a later scan."""
-    out = []
-    secured: dict[str, bool] = {}
-    for target in sorted({e.hand_to for e in plan.releases if e.hand_to is not None}):
-        _check(acting)
-        try:
-            secured[target] = await asyncio.to_thread(
-                set_finalizer, api, target, FINALIZER, present=True
-            )
-        except KubeError as err:  # PolicyGoneError included: deleted since
-            log.info(
-                "RebalancePolicy %s: cannot hand costs over to %s: %s", policy.name, target, err
-            )
-            secured[target] = False
-    for entry in plan.releases:
-        if entry.hand_to is not None and not secured.get(entry.hand_to):
-            out.append(
-                CostWrite(
-                    entry.pod.namespace,
-                    entry.pod.name,
-                    CostResult.SKIPPED,
-                    f"RebalancePolicy {entry.hand_to} could not be given the finalizer",
-                )
-            )
-            continue
-        _check(acting)
-        done = await asyncio.to_thread(
-            release_cost,
-            api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
-            policy=policy.name,
-            action=entry.action,
-            hand_to=entry.hand_to,
-        )
-        metrics.COST_PATCHES.labels(policy.name, done.result.value).inc()
-        log.debug(
-            "pod-deletion-cost of %s/%s: %s (%s)",
-            done.namespace,
-            done.pod,
-            done.result.value,
-            done.reason,
-        )
-        out.append(done)
-    if out:
-        results = Counter(w.result.value for w in out)
-        log.info(
-            "RebalancePolicy %s: pod-deletion-cost taken back: %s; %d left for later scans",
-            policy.name,
-            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
-            plan.deferred,
-        )
-    return out
-
-
-TAKEN_BACK = frozenset({CostResult.REMOVED, CostResult.HANDED_OVER, CostResult.UNTAGGED})
-
-
-def tally(
-    pods: Sequence[Pod],
-    policy: str,
-    costs: CostPlan | None,
-    *,
-    writes: Sequence[CostWrite],
-    releases: ReleasePlan | None,
-    released: Sequence[CostWrite],
-    written_skipped: int = 0,
-) -> CostCounts:
-    """What a scan did with the policy's costs (the status's deletionCost, its Event)."""
-    before = {(p.namespace, p.name) for p in tagged(pods, policy)}
-    gone = {(w.namespace, w.pod) for w in released if w.result in TAKEN_BACK}
-    added = {(w.namespace, w.pod) for w in writes if w.result is CostResult.WRITTEN}
-    done = [*writes, *released]
-    return CostCounts(
-        written=len(added),
-        removed=sum(1 for w in released if w.result is CostResult.REMOVED),
-        handed_over=sum(1 for w in released if w.result is CostResult.HANDED_OVER),
-        conflicts=plan_conflicts(costs)
-        + sum(1 for w in released if w.result is CostResult.UNTAGGED),
-        skipped=sum(1 for w in done if w.result is CostResult.SKIPPED),
-        failed=sum(1 for w in done if w.result is CostResult.FAILED),
-        left=(costs.deferred_patches if costs is not None else 0)
-        + (releases.deferred if releases is not None else 0)
-        + written_skipped,
-        managed=len((before - gone) | added),
-    )
-
-
-async def manage_costs(
-    api: client.ApiClient,
-    policy: RebalancePolicy,
-    costs: CostPlan | None,
-    state: ClusterState,
-    *,
-    lifecycle: Lifecycle,
-    others: Sequence[RebalancePolicy],
-    acting: Acting = _always,
-) -> CostCounts:
-    """Enforce: write this scan's costs (the finalizer first: a policy deleted later takes
-    them back), then take back the costs the policy wrote on pods it no longer orders (all of
-    them when the remedy is off); the finalizer goes once none is left."""
-    writes: list[CostWrite] = []
-    held = 0
-    # The finalizer before any write, and on a policy that keeps costs written under another
-    # (handed over) or whose finalizer was removed by hand while its costs remain.
-    if costs is not None and (costs.patches or tagged(state.pods, policy.name)):
-        _check(acting)
-        if lifecycle.finalizer or await asyncio.to_thread(
-            set_finalizer, api, policy.name, FINALIZER, present=True
-        ):
-            if costs.patches:
-                writes = await write_costs(api, policy, costs, acting)
-        else:
-            held = len(costs.patches)  # the policy changed under us: the next scan writes
-    cap = policy.remediation.deletion_cost.max_patches_per_scan - len(writes) - held
-    namespaces = {n.name: n for n in state.namespaces}
-    releases = plan_releases(
-        state.pods,
-        policy.name,
-        keep=ordered_pods(costs),
-        covered_by=coverage(others, namespaces),
-        cap=cap,
-    )
-    released = await release_costs(api, policy, releases, acting)
-    counts = tally(
-        state.pods,
-        policy.name,
-        costs,
-        writes=writes,
-        releases=releases,
-        released=released,
-        written_skipped=held,
-    )
-    if costs is None and lifecycle.finalizer and counts.managed == 0:
-        _check(acting)
-        await asyncio.to_thread(set_finalizer, api, policy.name, FINALIZER, present=False)
-    return counts
-
-
-async def take_back(
-    api: client.ApiClient,
-    cache: ClusterCache,
-    policy: RebalancePolicy,
-    memory: PolicyMemory,
-    policy_uid: str | None,
-    *,
-    lifecycle: Lifecycle,
-    others: Sequence[RebalancePolicy],
-    acting: Acting,
-    now: float,
-) -> None:
-    """A pass over a policy being deleted that carries respread's finalizer: take back its
-    costs (bounded, as a scan), and remove the finalizer once none is left, or once the
-    deletion is older than FINALIZER_TIMEOUT (a Warning Event says how many remain)."""
-    if not lifecycle.finalizer:
-        return
-    state = cache.snapshot()
-    namespaces = {n.name: n for n in state.namespaces}
-    releases = plan_releases(
-        state.pods,
-        policy.name,
-        keep=frozenset(),
-        covered_by=coverage(others, namespaces),
-        cap=policy.remediation.deletion_cost.max_patches_per_scan,
-    )
-    released = await release_costs(api, policy, releases, acting)
-    counts = tally(state.pods, policy.name, None, writes=[], releases=releases, released=released)
-    _check(acting)
-    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status(counts)})
-    event = cost_event(counts)
-    if event is not None:
-        reason, warning, message = event
-        await _tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
-    timed_out = finalizer_due(lifecycle, now)
-    if (counts.managed == 0 and settled(lifecycle, now)) or timed_out:
-        if counts.managed:
-            await _tell_policy(
-                api,
-                policy,
-                policy_uid,
-                "DeletionCostAbandoned",
-                warning=True,
-                message=f"the policy has been deleting for over {FINALIZER_TIMEOUT:.0f}s: its "
-                f"finalizer is removed with {counts.managed} pod-deletion-cost annotation(s) "
-                "not taken back",
-            )
-        _check(acting)
-        await asyncio.to_thread(set_finalizer, api, policy.name, FINALIZER, present=False)
-        log.info(
-            "RebalancePolicy %s: deletion-cost finalizer removed (%d cost(s) left)",
-            policy.name,
-            counts.managed,
-        )
-    memory.last_scan = now
-
-
 async def _surges(
     api: client.ApiClient,
     cache: ClusterCache,
@@ -458,30 +194,6 @@ async def _surges(
     events = await surges.run_round(api, policy, surge, now, acting)
     surges.follow(api, cache, policy, acting, uid)
     return events
-
-
-async def _tell_policy(
-    api: client.ApiClient,
-    policy: RebalancePolicy,
-    uid: str | None,
-    reason: str,
-    *,
-    warning: bool,
-    message: str,
-) -> None:
-    """An Event about the policy (best effort, as post_event is)."""
-    await asyncio.to_thread(
-        post_event,
-        api,
-        kind="RebalancePolicy",
-        name=policy.name,
-        namespace=None,
-        uid=uid,
-        api_version="respread.io/v1alpha1",
-        reason=reason,
-        warning=warning,
-        message=message,
-    )
 
 
 def _scan_failing(status: Mapping[str, Any] | None) -> bool:
@@ -515,7 +227,7 @@ async def run_scan(
     memory: PolicyMemory,
     policy_uid: str | None = None,
     *,
-    acting: Acting = _always,
+    acting: Acting = always,
     lifecycle: Lifecycle = NOT_DELETING,
     others: Sequence[RebalancePolicy] = (),
 ) -> bool:
@@ -586,12 +298,12 @@ async def run_scan(
             or "deletionCost" in (memory.previous_status or {})
         ):
             status["deletionCost"] = cost_status(counts)
-        _check(acting)
+        check(acting)
         await asyncio.to_thread(patch_status, api, policy.name, status)
         changed = changes(computed.report, computed.known)
         for reason, warning, message in change_events(changed):
-            _check(acting)
-            await _tell_policy(
+            check(acting)
+            await tell_policy(
                 api,
                 policy,
                 policy_uid,
@@ -601,12 +313,12 @@ async def run_scan(
             )
         told = cost_event(counts)
         if told is not None:
-            _check(acting)
+            check(acting)
             reason, warning, message = told
-            await _tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
+            await tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
         for event in surge_events:
-            _check(acting)
-            await _tell_policy(
+            check(acting)
+            await tell_policy(
                 api,
                 policy,
                 policy_uid,
@@ -616,9 +328,9 @@ async def run_scan(
             )
         failed_evictions = [e for e in executions if e.state == "Failed"]
         if failed_evictions:
-            _check(acting)
+            check(acting)
             first = failed_evictions[0]
-            await _tell_policy(
+            await tell_policy(
                 api,
                 policy,
                 policy_uid,
@@ -671,7 +383,7 @@ async def run_scan(
             was_failing = _scan_failing(memory.previous_status)
             await asyncio.to_thread(patch_status, api, policy.name, status)
             if not was_failing:  # an Event when scans start failing, not for every failure
-                await _tell_policy(
+                await tell_policy(
                     api,
                     policy,
                     policy_uid,

@@ -23,10 +23,11 @@ from respread.analysis import WorkloadRef, analyze
 from respread.kube.annotations import CostResult, write_cost
 from respread.kube.deployments import DeploymentWrite, PatchResult, patch_surge, read_surge
 from respread.kube.policies import Presence, read_policy
-from respread.kube.writer import post_event
+from respread.kube.writer import post_event, post_policy_event
 from respread.model import ClusterState
 from respread.policy import Mode, PolicyError, RebalancePolicy, parse_policy
 from respread.runtime import metrics
+from respread.runtime.acting import Acting
 from respread.runtime.cache import ClusterCache
 from respread.surge import (
     ActionKind,
@@ -47,8 +48,6 @@ log = logging.getLogger(__name__)
 
 FOLLOW = 5.0  # seconds between rounds while a surge is in flight
 SURGES = asyncio.Lock()  # one round at a time (a scan's and the follower's)
-
-Acting = Callable[[], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,20 +83,6 @@ def aggregate(events: Iterable[SurgeEvent]) -> list[tuple[str, bool, str]]:
         message = "; ".join(f"{e.workload}: {e.message}" for e in same)
         out.append((reason, any(e.warning for e in same), message))
     return out
-
-
-def _tell_policy(api: client.ApiClient, policy: str, reason: str, warning: bool, msg: str) -> None:
-    post_event(
-        api,
-        kind="RebalancePolicy",
-        name=policy,
-        namespace=None,
-        uid=_uids.get(policy),
-        api_version="respread.io/v1alpha1",
-        reason=reason,
-        warning=warning,
-        message=msg,
-    )
 
 
 def _write_victims(api: client.ApiClient, victims: tuple[Victim, ...]) -> list[str]:
@@ -339,7 +324,13 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
                     if not acting():
                         break
                     await asyncio.to_thread(
-                        _tell_policy, api, policy.name, reason, warning, message
+                        post_policy_event,
+                        api,
+                        policy.name,
+                        _uids.get(policy.name),
+                        reason,
+                        message=message,
+                        warning=warning,
                     )
         except asyncio.CancelledError:
             raise

@@ -109,19 +109,6 @@ def respread_plan(
     return analysis, plan(analysis, policy, now=now)
 
 
-def _register(sim: _Simulation, members: Members) -> None:
-    """Give the simulation the count tables of a profile it does not know yet (a victim that
-    the analysis did not group, e.g. one whose own constraints are all soft)."""
-    tables = []
-    for i, original in enumerate(sim.index.tables(members.profile)):
-        copy = sim._copies.get(id(original))
-        if copy is None:
-            copy = sim._copies[id(original)] = original.copy()
-            sim.by_namespace[members.profile.namespace].append((id(copy), members.profile, i, copy))
-        tables.append(copy)
-    sim.tables_of[id(members)] = tuple(tables)
-
-
 def land_evictions(
     state: ClusterState, policy: RebalancePolicy, evicted: Sequence[tuple[str, str]]
 ) -> tuple[ClusterState, dict[tuple[str, str], str | None]]:
@@ -150,18 +137,18 @@ def land_evictions(
             m = Members(
                 workload_of(pod, sim.index), sim.index.profile_of(pod), {pod.node_name: (pod,)}
             )
-            _register(sim, m)
+            sim.counts.register(m)
             member_of[id(pod)] = m
     for pod in victims:
         assert pod.node_name is not None
-        sim.shift(sim.tables_counting(pod), pod.node_name, -1)
+        sim.counts.shift(sim.counts.tables_counting(pod), pod.node_name, -1)
     landed: dict[tuple[str, str], str | None] = {}
     for pod in victims:
-        target, _ = sim.landing(member_of[id(pod)], pod)
+        target, _ = sim.land(member_of[id(pod)], pod)
         landed[(pod.namespace, pod.name)] = None if target is None else target.name
         if target is not None:
-            sim.shift(sim.tables_counting(pod), target.name, +1)
-            sim.ledger.reserve(target.name, pod.spec.requests)
+            sim.counts.shift(sim.counts.tables_counting(pod), target.name, +1)
+            sim.landing.reserve(target.name, pod.spec.requests)
     pods = []
     for pod in state.pods:
         key = (pod.namespace, pod.name)

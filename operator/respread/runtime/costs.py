@@ -1,0 +1,282 @@
+"""The deletion-cost remedy's writes in a scan: the costs written (the finalizer first), the
+costs taken back from pods the policy no longer orders, and the pass over a deleted policy that
+takes back the rest (deletion_cost.py orders, cost_release.py decides what to take back)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+from kubernetes import client
+
+from respread.cost_release import (
+    FINALIZER,
+    FINALIZER_TIMEOUT,
+    CostCounts,
+    Lifecycle,
+    ReleasePlan,
+    cost_event,
+    cost_status,
+    coverage,
+    finalizer_due,
+    ordered_pods,
+    plan_conflicts,
+    plan_releases,
+    settled,
+    tagged,
+)
+from respread.deletion_cost import CostPlan
+from respread.kube.annotations import CostResult, CostWrite, release_cost, write_cost
+from respread.kube.client import KubeError
+from respread.kube.writer import patch_status, set_finalizer
+from respread.model import ClusterState, Pod
+from respread.policy import RebalancePolicy
+from respread.runtime import metrics
+from respread.runtime.acting import Acting, always, check
+from respread.runtime.cache import ClusterCache
+from respread.runtime.memory import PolicyMemory
+from respread.runtime.policy_events import tell_policy
+
+log = logging.getLogger(__name__)
+
+
+async def write_costs(
+    api: client.ApiClient, policy: RebalancePolicy, costs: CostPlan, acting: Acting = always
+) -> list[CostWrite]:
+    """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
+    writes = []
+    for entry in costs.patches:
+        check(acting)
+        write = await asyncio.to_thread(
+            write_cost,
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            expected=entry.current,
+            cost=entry.desired,
+            take_over=policy.remediation.deletion_cost.take_over,
+            policy=policy.name,
+        )
+        metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
+        log.debug(
+            "pod-deletion-cost of %s/%s: %s (%s)",
+            write.namespace,
+            write.pod,
+            write.result.value,
+            write.reason,
+        )
+        writes.append(write)
+    if writes:
+        results = Counter(w.result.value for w in writes)
+        log.info(
+            "RebalancePolicy %s: pod-deletion-cost %s; %d left for later scans",
+            policy.name,
+            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
+            costs.deferred_patches,
+        )
+    return writes
+
+
+async def release_costs(
+    api: client.ApiClient, policy: RebalancePolicy, plan: ReleasePlan, acting: Acting = always
+) -> list[CostWrite]:
+    """Take back this scan's costs (cost_release.py; already bounded). A cost handed over to
+    another policy is handed over only once that policy carries the finalizer (its deletion
+    then takes the cost back); one whose finalizer cannot be set now waits for a later scan."""
+    out = []
+    secured: dict[str, bool] = {}
+    for target in sorted({e.hand_to for e in plan.releases if e.hand_to is not None}):
+        check(acting)
+        try:
+            secured[target] = await asyncio.to_thread(
+                set_finalizer, api, target, FINALIZER, present=True
+            )
+        except KubeError as err:  # PolicyGoneError included: deleted since
+            log.info(
+                "RebalancePolicy %s: cannot hand costs over to %s: %s", policy.name, target, err
+            )
+            secured[target] = False
+    for entry in plan.releases:
+        if entry.hand_to is not None and not secured.get(entry.hand_to):
+            out.append(
+                CostWrite(
+                    entry.pod.namespace,
+                    entry.pod.name,
+                    CostResult.SKIPPED,
+                    f"RebalancePolicy {entry.hand_to} could not be given the finalizer",
+                )
+            )
+            continue
+        check(acting)
+        done = await asyncio.to_thread(
+            release_cost,
+            api,
+            entry.pod.namespace,
+            entry.pod.name,
+            uid=entry.pod.uid,
+            policy=policy.name,
+            action=entry.action,
+            hand_to=entry.hand_to,
+        )
+        metrics.COST_PATCHES.labels(policy.name, done.result.value).inc()
+        log.debug(
+            "pod-deletion-cost of %s/%s: %s (%s)",
+            done.namespace,
+            done.pod,
+            done.result.value,
+            done.reason,
+        )
+        out.append(done)
+    if out:
+        results = Counter(w.result.value for w in out)
+        log.info(
+            "RebalancePolicy %s: pod-deletion-cost taken back: %s; %d left for later scans",
+            policy.name,
+            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
+            plan.deferred,
+        )
+    return out
+
+
+TAKEN_BACK = frozenset({CostResult.REMOVED, CostResult.HANDED_OVER, CostResult.UNTAGGED})
+
+
+def tally(
+    pods: Sequence[Pod],
+    policy: str,
+    costs: CostPlan | None,
+    *,
+    writes: Sequence[CostWrite],
+    releases: ReleasePlan | None,
+    released: Sequence[CostWrite],
+    written_skipped: int = 0,
+) -> CostCounts:
+    """What a scan did with the policy's costs (the status's deletionCost, its Event)."""
+    before = {(p.namespace, p.name) for p in tagged(pods, policy)}
+    gone = {(w.namespace, w.pod) for w in released if w.result in TAKEN_BACK}
+    added = {(w.namespace, w.pod) for w in writes if w.result is CostResult.WRITTEN}
+    done = [*writes, *released]
+    return CostCounts(
+        written=len(added),
+        removed=sum(1 for w in released if w.result is CostResult.REMOVED),
+        handed_over=sum(1 for w in released if w.result is CostResult.HANDED_OVER),
+        conflicts=plan_conflicts(costs)
+        + sum(1 for w in released if w.result is CostResult.UNTAGGED),
+        skipped=sum(1 for w in done if w.result is CostResult.SKIPPED),
+        failed=sum(1 for w in done if w.result is CostResult.FAILED),
+        left=(costs.deferred_patches if costs is not None else 0)
+        + (releases.deferred if releases is not None else 0)
+        + written_skipped,
+        managed=len((before - gone) | added),
+    )
+
+
+async def manage_costs(
+    api: client.ApiClient,
+    policy: RebalancePolicy,
+    costs: CostPlan | None,
+    state: ClusterState,
+    *,
+    lifecycle: Lifecycle,
+    others: Sequence[RebalancePolicy],
+    acting: Acting = always,
+) -> CostCounts:
+    """Enforce: write this scan's costs (the finalizer first: a policy deleted later takes
+    them back), then take back the costs the policy wrote on pods it no longer orders (all of
+    them when the remedy is off); the finalizer goes once none is left."""
+    writes: list[CostWrite] = []
+    held = 0
+    # The finalizer before any write, and on a policy that keeps costs written under another
+    # (handed over) or whose finalizer was removed by hand while its costs remain.
+    if costs is not None and (costs.patches or tagged(state.pods, policy.name)):
+        check(acting)
+        if lifecycle.finalizer or await asyncio.to_thread(
+            set_finalizer, api, policy.name, FINALIZER, present=True
+        ):
+            if costs.patches:
+                writes = await write_costs(api, policy, costs, acting)
+        else:
+            held = len(costs.patches)  # the policy changed under us: the next scan writes
+    cap = policy.remediation.deletion_cost.max_patches_per_scan - len(writes) - held
+    namespaces = {n.name: n for n in state.namespaces}
+    releases = plan_releases(
+        state.pods,
+        policy.name,
+        keep=ordered_pods(costs),
+        covered_by=coverage(others, namespaces),
+        cap=cap,
+    )
+    released = await release_costs(api, policy, releases, acting)
+    counts = tally(
+        state.pods,
+        policy.name,
+        costs,
+        writes=writes,
+        releases=releases,
+        released=released,
+        written_skipped=held,
+    )
+    if costs is None and lifecycle.finalizer and counts.managed == 0:
+        check(acting)
+        await asyncio.to_thread(set_finalizer, api, policy.name, FINALIZER, present=False)
+    return counts
+
+
+async def take_back(
+    api: client.ApiClient,
+    cache: ClusterCache,
+    policy: RebalancePolicy,
+    memory: PolicyMemory,
+    policy_uid: str | None,
+    *,
+    lifecycle: Lifecycle,
+    others: Sequence[RebalancePolicy],
+    acting: Acting,
+    now: float,
+) -> None:
+    """A pass over a policy being deleted that carries respread's finalizer: take back its
+    costs (bounded, as a scan), and remove the finalizer once none is left, or once the
+    deletion is older than FINALIZER_TIMEOUT (a Warning Event says how many remain)."""
+    if not lifecycle.finalizer:
+        return
+    state = cache.snapshot()
+    namespaces = {n.name: n for n in state.namespaces}
+    releases = plan_releases(
+        state.pods,
+        policy.name,
+        keep=frozenset(),
+        covered_by=coverage(others, namespaces),
+        cap=policy.remediation.deletion_cost.max_patches_per_scan,
+    )
+    released = await release_costs(api, policy, releases, acting)
+    counts = tally(state.pods, policy.name, None, writes=[], releases=releases, released=released)
+    check(acting)
+    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status(counts)})
+    event = cost_event(counts)
+    if event is not None:
+        reason, warning, message = event
+        await tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
+    timed_out = finalizer_due(lifecycle, now)
+    if (counts.managed == 0 and settled(lifecycle, now)) or timed_out:
+        if counts.managed:
+            await tell_policy(
+                api,
+                policy,
+                policy_uid,
+                "DeletionCostAbandoned",
+                warning=True,
+                message=f"the policy has been deleting for over {FINALIZER_TIMEOUT:.0f}s: its "
+                f"finalizer is removed with {counts.managed} pod-deletion-cost annotation(s) "
+                "not taken back",
+            )
+        check(acting)
+        await asyncio.to_thread(set_finalizer, api, policy.name, FINALIZER, present=False)
+        log.info(
+            "RebalancePolicy %s: deletion-cost finalizer removed (%d cost(s) left)",
+            policy.name,
+            counts.managed,
+        )
+    memory.last_scan = now
