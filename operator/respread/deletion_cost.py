@@ -394,7 +394,10 @@ class _Simulation:
                 ]
                 if (domain := table.space.node_domain.get(node)) is not None
             ]
-        return sum(table.get(domain) - table.global_min(md) for table, domain, md in entries)
+        total = 0
+        for table, domain, md in entries:
+            total += table.counts.get(domain, 0) - table.global_min(md)
+        return total
 
 
 # --------------------------------------------------------------------------------------------
