@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from kube_harness import AuditLog, ClusterError, ControlPlane, resolve_assets
-from kube_helpers import FakeNodes
+from kube_helpers import FakeNodes, create_namespace
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -152,16 +152,7 @@ def _test_id(request: pytest.FixtureRequest, limit: int) -> str:
 def namespace(request: pytest.FixtureRequest, core_v1: client.CoreV1Api) -> Iterator[str]:
     """A fresh namespace (with its `default` ServiceAccount), deleted after the test."""
     name = _test_id(request, 40)
-    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    # The ServiceAccount admission plugin refuses pods until `default` exists; without the
-    # controller-manager nobody else creates it.
-    try:
-        core_v1.create_namespaced_service_account(
-            name, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
-        )
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    create_namespace(core_v1, name)
     yield name
     try:
         core_v1.delete_namespace(name, propagation_policy="Background")

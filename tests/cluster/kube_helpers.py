@@ -296,3 +296,16 @@ def evictions(audit: Any, since: int, namespace: str | None = None) -> list[dict
         and (e.get("objectRef") or {}).get("subresource") == "eviction"
         and (namespace is None or (e.get("objectRef") or {}).get("namespace") == namespace)
     ]
+
+
+def create_namespace(core: client.CoreV1Api, name: str) -> None:
+    """A namespace with its `default` ServiceAccount: the ServiceAccount admission plugin refuses
+    pods until it exists; the controller-manager creates it too, when it runs (either may win)."""
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        core.create_namespaced_service_account(
+            name, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise

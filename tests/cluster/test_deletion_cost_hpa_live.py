@@ -27,6 +27,7 @@ from kube_helpers import (
     PLURAL,
     VERSION,
     FakeNodes,
+    create_namespace,
     pods_per_zone,
     scanned_after,
     skew,
@@ -80,10 +81,7 @@ def test_hpa_like_scaling_keeps_max_skew_with_the_operators_costs(
 ) -> None:
     custom = client.CustomObjectsApi(api_client)
     plain_ns = f"{namespace}-plain"[:63]
-    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=plain_ns)))
-    core_v1.create_namespaced_service_account(
-        plain_ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
-    )
+    create_namespace(core_v1, plain_ns)
     where = {"ordered": namespace, "plain": plain_ns}
     fake_nodes.create_zones(ZONES)
     node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
