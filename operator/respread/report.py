@@ -483,10 +483,10 @@ def _remedies_text(v: Mapping[str, Any]) -> str:
     for r in v["remedies"]:
         if r["name"] == v.get("remedy"):
             state = "chosen"
+        elif not r["enabled"]:
+            state = "applies, not enabled" if r["applies"] else "not enabled"
         elif not r["applies"]:
             state = "does not apply"
-        elif not r["enabled"]:
-            state = "applies, not enabled"
         else:
             state = "applies"
         parts.append(f"{r['name']} ({state})")
