@@ -92,6 +92,13 @@ def _template(app: str) -> dict[str, Any]:
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
                 }
             ],
+            # The nodes have no kubelet: under the e2e controllers of the session's control
+            # plane they go NotReady, and the taint manager would evict these pods after 300 s
+            # (the default toleration), changing the skew the tests count.
+            "tolerations": [
+                {"key": key, "operator": "Exists", "effect": "NoExecute"}
+                for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+            ],
             "topologySpreadConstraints": [
                 {
                     "maxSkew": 1,
