@@ -3,6 +3,11 @@
 Nodes over three zones and ReplicaSets whose pods are created already bound to them (no
 scheduler needed), a tenth of the workloads skewed into two zones. Nodes carry no kwok
 annotation: nothing else writes to the pods. Creation runs on 8 connections at once.
+
+Each ReplicaSet exists before its pods (they name its uid as their owner), so where a
+controller-manager runs, its ReplicaSet controller would create replicas of its own in between
+and later delete the surplus, changing the spread the tests count. A ValidatingAdmissionPolicy,
+bound to the population's namespaces, refuses it pod creation there.
 """
 
 from __future__ import annotations
@@ -21,22 +26,94 @@ PODS_PER_WORKLOAD = 15
 WORKLOADS_PER_NAMESPACE = 50
 
 
+POPULATION_LABEL = "respread.test/population"
+REPLICASET_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+PROBE_LABEL = "respread.test/admission-probe"  # a dry-run pod the policy refuses, to see it work
+
+
 @dataclass(frozen=True)
 class Population:
     namespaces: list[str]
     nodes: list[str]
     workloads: int
     skewed: int
+    admission_policy: str
 
 
 def remove(api: client.ApiClient, population: Population) -> None:
-    """Pods first, forced (no kubelet will ever confirm their end), then namespaces and nodes."""
+    """Pods first, forced (no kubelet will ever confirm their end), then namespaces, nodes and
+    the admission policy."""
     core = client.CoreV1Api(api)
     for ns in population.namespaces:
         core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
         core.delete_namespace(ns)
     for node in population.nodes:
         core.delete_node(node)
+    admission = client.AdmissionregistrationV1Api(api)
+    admission.delete_validating_admission_policy_binding(population.admission_policy)
+    admission.delete_validating_admission_policy(population.admission_policy)
+
+
+def _refuse_controller_replicas(api: client.ApiClient, prefix: str, probe_ns: str) -> str:
+    """Bind a policy refusing the ReplicaSet controller (and probe pods) pod creation in the
+    namespaces labelled with this population; return once the API server enforces it."""
+    name = f"respread-test-population-{prefix}"
+    admission = client.AdmissionregistrationV1Api(api)
+    admission.create_validating_admission_policy(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["pods"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {
+                        "expression": f"request.userInfo.username != '{REPLICASET_CONTROLLER}'"
+                        " && !(has(object.metadata.labels)"
+                        f" && '{PROBE_LABEL}' in object.metadata.labels)",
+                        "message": "a test population binds its own pods",
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        }
+    )
+    admission.create_validating_admission_policy_binding(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {
+                    "namespaceSelector": {"matchLabels": {POPULATION_LABEL: prefix}}
+                },
+            },
+        }
+    )
+    core = client.CoreV1Api(api)
+    probe = {
+        "metadata": {"generateName": "probe-", "labels": {PROBE_LABEL: "1"}},
+        "spec": {"containers": [{"name": "c", "image": "registry.example/probe:1"}]},
+    }
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            core.create_namespaced_pod(probe_ns, probe, dry_run="All")
+        except client.ApiException as exc:
+            if exc.status == 403 and "population" in str(exc.body):
+                return name
+            if exc.status != 403:  # e.g. the namespace's ServiceAccount not found yet
+                raise
+        time.sleep(0.2)
+    raise RuntimeError(f"admission policy {name} not enforced after 60 s")
 
 
 def _post(api: client.ApiClient, path: str, body: dict[str, Any]) -> None:
@@ -138,13 +215,14 @@ def populate(
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda b: _post(api, "/api/v1/nodes", b), node_bodies))
         for ns in namespaces:
-            meta = {"name": ns, "labels": namespace_labels or {}}
+            meta = {"name": ns, "labels": {**(namespace_labels or {}), POPULATION_LABEL: prefix}}
             _post(api, "/api/v1/namespaces", {"metadata": meta})
             _post(
                 api,
                 f"/api/v1/namespaces/{ns}/serviceaccounts",
                 {"metadata": {"name": "default"}},
             )
+        policy = _refuse_controller_replicas(api, prefix, namespaces[0])
         apps = client.AppsV1Api(api)
         done = 0
         started = time.monotonic()
@@ -198,4 +276,5 @@ def populate(
             if progress and done % 5000 < PODS_PER_WORKLOAD:
                 rate = done / (time.monotonic() - started)
                 print(f"  created {done}/{pods} pods ({rate:.0f}/s)", file=sys.stderr, flush=True)
-    return Population(namespaces, [b["metadata"]["name"] for b in node_bodies], workloads, skewed)
+    node_names = [b["metadata"]["name"] for b in node_bodies]
+    return Population(namespaces, node_names, workloads, skewed, policy)
