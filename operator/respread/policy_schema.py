@@ -8,10 +8,7 @@ and bounds); the CRD's CEL rules are respread.policy's own checks.
 from typing import Any
 
 SCHEMA: dict[str, Any] = {
-    "description": "RebalancePolicy configures respread: which workloads are scanned for Pod "
-    "Topology Spread Constraint violations, how often, and whether (and how "
-    "carefully) pods are evicted so the scheduler places their replacements where "
-    "the constraints want them.",
+    "description": "RebalancePolicy configures respread: which workloads are scanned for Pod Topology Spread Constraint violations, how often, and whether (and how carefully) pods are evicted so the scheduler places their replacements where the constraints want them.",
     "properties": {
         "apiVersion": {"type": "string"},
         "kind": {"type": "string"},
@@ -25,36 +22,7 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "defaultConstraints": {
                             "default": [],
-                            "description": "The "
-                            "scheduler's "
-                            "cluster-level "
-                            "default "
-                            "constraints "
-                            "(PodTopologySpread "
-                            "plugin "
-                            "args), "
-                            "applied "
-                            "to "
-                            "pods "
-                            "that "
-                            "have "
-                            "none "
-                            "of "
-                            "their "
-                            "own. "
-                            "They "
-                            "take "
-                            "their "
-                            "selector "
-                            "from "
-                            "the "
-                            "pod's "
-                            "workload, "
-                            "so "
-                            "labelSelector "
-                            "is "
-                            "not "
-                            "allowed.",
+                            "description": "The scheduler's cluster-level default constraints (PodTopologySpread plugin args), applied to pods that have none of their own. They take their selector from the pod's workload, so labelSelector is not allowed.",
                             "items": {
                                 "properties": {
                                     "labelSelector": {
@@ -101,52 +69,18 @@ SCHEMA: dict[str, Any] = {
                                 "x-kubernetes-validations": [
                                     {
                                         "fieldPath": ".labelSelector",
-                                        "message": "labelSelector "
-                                        "is "
-                                        "not "
-                                        "allowed: "
-                                        "default "
-                                        "constraints "
-                                        "take "
-                                        "their "
-                                        "selector "
-                                        "from "
-                                        "the "
-                                        "pod's "
-                                        "workload",
+                                        "message": "labelSelector is not allowed: default constraints take their selector from the pod's workload",
                                         "rule": "!has(self.labelSelector)",
                                     },
                                     {
                                         "fieldPath": ".matchLabelKeys",
-                                        "message": "matchLabelKeys "
-                                        "requires "
-                                        "labelSelector, "
-                                        "which "
-                                        "is "
-                                        "not "
-                                        "allowed "
-                                        "here",
-                                        "rule": "!has(self.matchLabelKeys) "
-                                        "|| "
-                                        "size(self.matchLabelKeys) "
-                                        "== "
-                                        "0",
+                                        "message": "matchLabelKeys requires labelSelector, which is not allowed here",
+                                        "rule": "!has(self.matchLabelKeys) || size(self.matchLabelKeys) == 0",
                                     },
                                     {
                                         "fieldPath": ".minDomains",
-                                        "message": "minDomains "
-                                        "may "
-                                        "only "
-                                        "be "
-                                        "set "
-                                        "with "
-                                        "whenUnsatisfiable "
-                                        "DoNotSchedule",
-                                        "rule": "!has(self.minDomains) "
-                                        "|| "
-                                        "self.whenUnsatisfiable "
-                                        "== "
-                                        "'DoNotSchedule'",
+                                        "message": "minDomains may only be set with whenUnsatisfiable DoNotSchedule",
+                                        "rule": "!has(self.minDomains) || self.whenUnsatisfiable == 'DoNotSchedule'",
                                     },
                                 ],
                             },
@@ -157,45 +91,12 @@ SCHEMA: dict[str, Any] = {
                         },
                         "emptySelectorMatchesAll": {
                             "default": False,
-                            "description": "Count "
-                            "every "
-                            "pod "
-                            "of "
-                            "the "
-                            "namespace "
-                            "for "
-                            "a "
-                            "constraint "
-                            "whose "
-                            "labelSelector "
-                            "is "
-                            "{}. "
-                            "kube-scheduler "
-                            "v1.27 "
-                            "to "
-                            "v1.35 "
-                            "count "
-                            "none "
-                            "(false "
-                            "matches "
-                            "them).",
+                            "description": "Count every pod of the namespace for a constraint whose labelSelector is {}. kube-scheduler v1.27 to v1.35 count none (false matches them).",
                             "type": "boolean",
                         },
                         "whenUnsatisfiable": {
                             "default": ["DoNotSchedule"],
-                            "description": "Constraints "
-                            "of "
-                            "these "
-                            "kinds "
-                            "are "
-                            "rebalanced; "
-                            "add "
-                            "ScheduleAnyway "
-                            "to "
-                            "rebalance "
-                            "soft "
-                            "constraints "
-                            "too.",
+                            "description": "Constraints of these kinds are rebalanced; add ScheduleAnyway to rebalance soft constraints too.",
                             "items": {
                                 "enum": ["DoNotSchedule", "ScheduleAnyway"],
                                 "type": "string",
@@ -212,122 +113,47 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "cooldown": {
                             "default": "10m",
-                            "description": "No "
-                            "second "
-                            "eviction "
-                            "from "
-                            "a "
-                            "workload "
-                            "within "
-                            "this "
-                            "time "
-                            "(a "
-                            "Go "
-                            "duration).",
+                            "description": "No second eviction from a workload within this time (a Go duration).",
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
                         },
                         "gracePeriodSeconds": {
-                            "description": "The "
-                            "eviction's "
-                            "grace "
-                            "period; "
-                            "null "
-                            "uses "
-                            "each "
-                            "pod's "
-                            "own "
-                            "terminationGracePeriodSeconds.",
+                            "description": "The eviction's grace period; null uses each pod's own terminationGracePeriodSeconds.",
                             "format": "int64",
                             "minimum": 0,
                             "nullable": True,
                             "type": "integer",
                         },
                         "maxPerNamespace": {
-                            "description": "At "
-                            "most "
-                            "this "
-                            "many "
-                            "evictions "
-                            "per "
-                            "namespace "
-                            "per "
-                            "scan; "
-                            "null "
-                            "means "
-                            "no "
-                            "cap.",
+                            "description": "At most this many evictions per namespace per scan; null means no cap.",
                             "minimum": 0,
                             "nullable": True,
                             "type": "integer",
                         },
                         "maxPerNode": {
-                            "description": "At "
-                            "most "
-                            "this "
-                            "many "
-                            "evictions "
-                            "per "
-                            "node "
-                            "per "
-                            "scan; "
-                            "null "
-                            "means "
-                            "no "
-                            "cap.",
+                            "description": "At most this many evictions per node per scan; null means no cap.",
                             "minimum": 0,
                             "nullable": True,
                             "type": "integer",
                         },
                         "maxPerRun": {
                             "default": 10,
-                            "description": "At "
-                            "most "
-                            "this "
-                            "many "
-                            "evictions "
-                            "per "
-                            "scan; "
-                            "null "
-                            "means "
-                            "no "
-                            "cap.",
+                            "description": "At most this many evictions per scan; null means no cap.",
                             "minimum": 0,
                             "nullable": True,
                             "type": "integer",
                         },
                         "maxPerWorkload": {
                             "default": 1,
-                            "description": "At "
-                            "most "
-                            "this "
-                            "many "
-                            "evictions "
-                            "per "
-                            "workload "
-                            "per "
-                            "scan; "
-                            "null "
-                            "means "
-                            "no "
-                            "cap.",
+                            "description": "At most this many evictions per workload per scan; null means no cap.",
                             "minimum": 0,
                             "nullable": True,
                             "type": "integer",
                         },
                         "minPodAge": {
                             "default": "5m",
-                            "description": "Pods "
-                            "younger "
-                            "than "
-                            "this "
-                            "are "
-                            "never "
-                            "evicted "
-                            "(a "
-                            "Go "
-                            "duration).",
+                            "description": "Pods younger than this are never evicted (a Go duration).",
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
@@ -338,16 +164,7 @@ SCHEMA: dict[str, Any] = {
                             "properties": {
                                 "localStorage": {
                                     "default": True,
-                                    "description": "Pods "
-                                    "with "
-                                    "emptyDir "
-                                    "or "
-                                    "hostPath "
-                                    "volumes "
-                                    "(unless "
-                                    "annotated "
-                                    "respread.io/evict: "
-                                    '"true").',
+                                    "description": 'Pods with emptyDir or hostPath volumes (unless annotated respread.io/evict: "true").',
                                     "type": "boolean",
                                 },
                                 "persistentVolumeClaims": {
@@ -357,13 +174,7 @@ SCHEMA: dict[str, Any] = {
                                 },
                                 "systemCritical": {
                                     "default": True,
-                                    "description": "Pods "
-                                    "of "
-                                    "priority "
-                                    "class "
-                                    "system-cluster-critical "
-                                    "or "
-                                    "system-node-critical.",
+                                    "description": "Pods of priority class system-cluster-critical or system-node-critical.",
                                     "type": "boolean",
                                 },
                             },
@@ -371,17 +182,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "requireFit": {
                             "default": True,
-                            "description": "Evict "
-                            "only "
-                            "if "
-                            "the "
-                            "replacement "
-                            "is "
-                            "predicted "
-                            "to "
-                            "fit "
-                            "somewhere "
-                            "better.",
+                            "description": "Evict only if the replacement is predicted to fit somewhere better.",
                             "type": "boolean",
                         },
                     },
@@ -395,52 +196,11 @@ SCHEMA: dict[str, Any] = {
                 },
                 "remediation": {
                     "default": {},
-                    "description": "Which remedies "
-                    "respread may use. The "
-                    "default is eviction "
-                    "alone. Every remedy is "
-                    "reported in DryRun and "
-                    "acted on only in "
-                    "Enforce.",
+                    "description": "Which remedies respread may use. The default is eviction alone. Every remedy is reported in DryRun and acted on only in Enforce.",
                     "properties": {
                         "deletionCost": {
                             "default": {},
-                            "description": "Keep "
-                            "controller.kubernetes.io/pod-deletion-cost "
-                            "on "
-                            "the "
-                            "pods "
-                            "of "
-                            "Deployments "
-                            "and "
-                            "ReplicaSets "
-                            "so "
-                            "that "
-                            "the "
-                            "next "
-                            "scale-in "
-                            "removes "
-                            "pods "
-                            "in "
-                            "an "
-                            "order "
-                            "that "
-                            "keeps "
-                            "every "
-                            "hard "
-                            "spread "
-                            "constraint "
-                            "within "
-                            "maxSkew. "
-                            "StatefulSets, "
-                            "DaemonSets "
-                            "and "
-                            "bare "
-                            "pods "
-                            "are "
-                            "never "
-                            "given "
-                            "costs.",
+                            "description": "Keep controller.kubernetes.io/pod-deletion-cost on the pods of Deployments and ReplicaSets so that the next scale-in removes pods in an order that keeps every hard spread constraint within maxSkew. StatefulSets, DaemonSets and bare pods are never given costs.",
                             "properties": {
                                 "enabled": {"default": False, "type": "boolean"},
                                 "maxPatchesPerScan": {
@@ -452,25 +212,7 @@ SCHEMA: dict[str, Any] = {
                                 },
                                 "takeOver": {
                                     "default": False,
-                                    "description": "Also "
-                                    "write "
-                                    "costs "
-                                    "where "
-                                    "another "
-                                    "field "
-                                    "manager "
-                                    "owns "
-                                    "the "
-                                    "annotation "
-                                    "(false: "
-                                    "report "
-                                    "the "
-                                    "conflict "
-                                    "and "
-                                    "leave "
-                                    "the "
-                                    "ReplicaSet "
-                                    "alone).",
+                                    "description": "Also write costs where another field manager owns the annotation (false: report the conflict and leave the ReplicaSet alone).",
                                     "type": "boolean",
                                 },
                             },
@@ -478,173 +220,42 @@ SCHEMA: dict[str, Any] = {
                         },
                         "evict": {
                             "default": True,
-                            "description": "Fix "
-                            "violations "
-                            "by "
-                            "evicting "
-                            "misplaced "
-                            "pods "
-                            "(false: "
-                            "plan "
-                            "and "
-                            "report "
-                            "the "
-                            "evictions "
-                            "as "
-                            "deferred, "
-                            "never "
-                            "evict).",
+                            "description": "Fix violations by evicting misplaced pods (false: plan and report the evictions as deferred, never evict).",
                             "type": "boolean",
                         },
                         "surge": {
                             "default": {},
-                            "description": "Surge "
-                            "moves "
-                            "(make "
-                            "before "
-                            "break): "
-                            "for "
-                            "a "
-                            "violated "
-                            "Deployment, "
-                            "raise "
-                            "spec.replicas "
-                            "by "
-                            "the "
-                            "moves "
-                            "needed, "
-                            "wait "
-                            "until "
-                            "the "
-                            "new "
-                            "pods "
-                            "are "
-                            "Ready, "
-                            "give "
-                            "the "
-                            "pods "
-                            "in "
-                            "the "
-                            "crowded "
-                            "domains "
-                            "the "
-                            "lowest "
-                            "pod-deletion-cost "
-                            "and "
-                            "scale "
-                            "back. "
-                            "No "
-                            "budget "
-                            "is "
-                            "consumed "
-                            "and "
-                            "availability "
-                            "never "
-                            "drops "
-                            "below "
-                            "the "
-                            "original "
-                            "count. "
-                            "Skipped "
-                            "for "
-                            "paused "
-                            "Deployments, "
-                            "rollouts "
-                            "in "
-                            "progress, "
-                            "GitOps-managed "
-                            "Deployments "
-                            "and "
-                            "(unless "
-                            "allowAutoscaled) "
-                            "those "
-                            "an "
-                            "HPA "
-                            "targets. "
-                            "See "
-                            "docs/surge.md.",
+                            "description": "Surge moves (make before break): for a violated Deployment, raise spec.replicas by the moves needed, wait until the new pods are Ready, give the pods in the crowded domains the lowest pod-deletion-cost and scale back. No budget is consumed and availability never drops below the original count. Skipped for paused Deployments, rollouts in progress, GitOps-managed Deployments and (unless allowAutoscaled) those an HPA targets. See docs/surge.md.",
                             "properties": {
                                 "allowAutoscaled": {
                                     "default": False,
-                                    "description": "Also "
-                                    "surge "
-                                    "Deployments "
-                                    "a "
-                                    "HorizontalPodAutoscaler "
-                                    "targets.",
+                                    "description": "Also surge Deployments a HorizontalPodAutoscaler targets.",
                                     "type": "boolean",
                                 },
                                 "enabled": {"default": False, "type": "boolean"},
                                 "maxSurge": {
                                     "default": 3,
-                                    "description": "At "
-                                    "most "
-                                    "this "
-                                    "many "
-                                    "extra "
-                                    "replicas "
-                                    "per "
-                                    "Deployment.",
+                                    "description": "At most this many extra replicas per Deployment.",
                                     "maximum": 100,
                                     "minimum": 1,
                                     "type": "integer",
                                 },
                                 "readyTimeout": {
                                     "default": "5m",
-                                    "description": "How "
-                                    "long "
-                                    "the "
-                                    "new "
-                                    "pods "
-                                    "have "
-                                    "to "
-                                    "become "
-                                    "Ready "
-                                    "(a "
-                                    "Go "
-                                    "duration, "
-                                    "at "
-                                    "least "
-                                    "10s); "
-                                    "past "
-                                    "it "
-                                    "the "
-                                    "surge "
-                                    "is "
-                                    "rolled "
-                                    "back.",
+                                    "description": "How long the new pods have to become Ready (a Go duration, at least 10s); past it the surge is rolled back.",
                                     "maxLength": 64,
                                     "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                                     "type": "string",
                                     "x-kubernetes-validations": [
                                         {
                                             "message": "must be at least 10s",
-                                            "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') "
-                                            "|| "
-                                            "duration(self) "
-                                            ">= "
-                                            "duration('10s')",
+                                            "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
                                         }
                                     ],
                                 },
                                 "when": {
                                     "default": "WhenEvictionBlocked",
-                                    "description": "WhenEvictionBlocked: "
-                                    "only "
-                                    "where "
-                                    "eviction "
-                                    "cannot "
-                                    "fix "
-                                    "the "
-                                    "violation "
-                                    "(budgets, "
-                                    "caps, "
-                                    "protections); "
-                                    "Always: "
-                                    "surge "
-                                    "rather "
-                                    "than "
-                                    "evict.",
+                                    "description": "WhenEvictionBlocked: only where eviction cannot fix the violation (budgets, caps, protections); Always: surge rather than evict.",
                                     "enum": ["WhenEvictionBlocked", "Always"],
                                     "type": "string",
                                 },
@@ -659,17 +270,7 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "maxItems": {
                             "default": 20,
-                            "description": "At "
-                            "most "
-                            "this "
-                            "many "
-                            "violations "
-                            "and "
-                            "plan "
-                            "entries "
-                            "in "
-                            "the "
-                            "status.",
+                            "description": "At most this many violations and plan entries in the status.",
                             "maximum": 500,
                             "minimum": 1,
                             "type": "integer",
@@ -679,172 +280,19 @@ SCHEMA: dict[str, Any] = {
                 },
                 "schedule": {
                     "default": {"interval": "5m"},
-                    "description": "When to scan: every "
-                    "`interval` (a Go "
-                    "duration, at least 10s) "
-                    "or on a five-field `cron` "
-                    "expression. Exactly one "
-                    "of the two.",
+                    "description": "When to scan: every `interval` (a Go duration, at least 10s) or on a five-field `cron` expression. Exactly one of the two.",
                     "properties": {
                         "cron": {
                             "maxLength": 128,
                             "type": "string",
                             "x-kubernetes-validations": [
                                 {
-                                    "message": "must "
-                                    "be "
-                                    "a "
-                                    "five-field "
-                                    "cron "
-                                    "expression "
-                                    "such "
-                                    "as "
-                                    '"*/10 '
-                                    "* "
-                                    "* "
-                                    "* "
-                                    '*" '
-                                    "(minute "
-                                    "0-59, "
-                                    "hour "
-                                    "0-23, "
-                                    "day "
-                                    "of "
-                                    "month "
-                                    "1-31, "
-                                    "month "
-                                    "1-12 "
-                                    "or "
-                                    "jan-dec, "
-                                    "day "
-                                    "of "
-                                    "week "
-                                    "0-7 "
-                                    "or "
-                                    "sun-sat; "
-                                    "lists, "
-                                    "ranges "
-                                    "and "
-                                    "/steps "
-                                    "after "
-                                    "* "
-                                    "or "
-                                    "a "
-                                    "range "
-                                    "allowed)",
-                                    "rule": "self.matches(\n"
-                                    "  "
-                                    "r'^\\s*' "
-                                    "+  "
-                                    "// "
-                                    "minute "
-                                    "0-59\n"
-                                    "  "
-                                    "r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?)' "
-                                    "+\n"
-                                    "  "
-                                    "r'\\s+' "
-                                    "+  "
-                                    "// "
-                                    "hour "
-                                    "0-23\n"
-                                    "  "
-                                    "r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?)' "
-                                    "+\n"
-                                    "  "
-                                    "r'\\s+' "
-                                    "+  "
-                                    "// "
-                                    "day "
-                                    "of "
-                                    "month "
-                                    "1-31\n"
-                                    "  "
-                                    "r'((\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?)' "
-                                    "+\n"
-                                    "  "
-                                    "r'\\s+' "
-                                    "+  "
-                                    "// "
-                                    "month "
-                                    "1-12 "
-                                    "or "
-                                    "jan-dec\n"
-                                    "  "
-                                    "r'((\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?)' "
-                                    "+\n"
-                                    "  "
-                                    "r'\\s+' "
-                                    "+  "
-                                    "// "
-                                    "day "
-                                    "of "
-                                    "week "
-                                    "0-7 "
-                                    "or "
-                                    "sun-sat\n"
-                                    "  "
-                                    "r'((\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?)' "
-                                    "+\n"
-                                    "  "
-                                    "r'\\s*$')",
+                                    "message": 'must be a five-field cron expression such as "*/10 * * * *" (minute 0-59, hour 0-23, day of month 1-31, month 1-12 or jan-dec, day of week 0-7 or sun-sat; lists, ranges and /steps after * or a range allowed)',
+                                    "rule": "self.matches(\n  r'^\\s*' +  // minute 0-59\n  r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // hour 0-23\n  r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // day of month 1-31\n  r'((\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // month 1-12 or jan-dec\n  r'((\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // day of week 0-7 or sun-sat\n  r'((\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?)' +\n  r'\\s*$')",
                                 },
                                 {
-                                    "message": "a "
-                                    "range "
-                                    "in "
-                                    "the "
-                                    "cron "
-                                    "expression "
-                                    "runs "
-                                    "backwards "
-                                    "(such "
-                                    "as "
-                                    "5-3)",
-                                    "rule": "self.findAll('[0-9A-Za-z]+-[0-9A-Za-z]+').all(r,\n"
-                                    "  "
-                                    "(r.split('-')[0].lowerAscii().matches('^[0-9]{1,18}$') "
-                                    "? "
-                                    "int(r.split('-')[0].lowerAscii())\n"
-                                    "   "
-                                    ": "
-                                    "'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) "
-                                    ">= "
-                                    "0\n"
-                                    "     "
-                                    "? "
-                                    "'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) "
-                                    "/ "
-                                    "3 "
-                                    "+ "
-                                    "1\n"
-                                    "     "
-                                    ": "
-                                    "'sunmontuewedthufrisat'.indexOf(r.split('-')[0].lowerAscii()) "
-                                    "/ "
-                                    "3)\n"
-                                    "  "
-                                    "<= "
-                                    "(r.split('-')[1].lowerAscii().matches('^[0-9]{1,18}$') "
-                                    "? "
-                                    "int(r.split('-')[1].lowerAscii())\n"
-                                    "      "
-                                    ": "
-                                    "'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) "
-                                    ">= "
-                                    "0\n"
-                                    "        "
-                                    "? "
-                                    "'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) "
-                                    "/ "
-                                    "3 "
-                                    "+ "
-                                    "1\n"
-                                    "        "
-                                    ": "
-                                    "'sunmontuewedthufrisat'.indexOf(r.split('-')[1].lowerAscii()) "
-                                    "/ "
-                                    "3))",
+                                    "message": "a range in the cron expression runs backwards (such as 5-3)",
+                                    "rule": "self.findAll('[0-9A-Za-z]+-[0-9A-Za-z]+').all(r,\n  (r.split('-')[0].lowerAscii().matches('^[0-9]{1,18}$') ? int(r.split('-')[0].lowerAscii())\n   : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) >= 0\n     ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) / 3 + 1\n     : 'sunmontuewedthufrisat'.indexOf(r.split('-')[0].lowerAscii()) / 3)\n  <= (r.split('-')[1].lowerAscii().matches('^[0-9]{1,18}$') ? int(r.split('-')[1].lowerAscii())\n      : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) >= 0\n        ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) / 3 + 1\n        : 'sunmontuewedthufrisat'.indexOf(r.split('-')[1].lowerAscii()) / 3))",
                                 },
                             ],
                         },
@@ -855,11 +303,7 @@ SCHEMA: dict[str, Any] = {
                             "x-kubernetes-validations": [
                                 {
                                     "message": "must be at least 10s",
-                                    "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') "
-                                    "|| "
-                                    "duration(self) "
-                                    ">= "
-                                    "duration('10s')",
+                                    "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
                                 }
                             ],
                         },
@@ -877,16 +321,7 @@ SCHEMA: dict[str, Any] = {
                     "description": "Which namespaces are scanned and which pods may be evicted.",
                     "properties": {
                         "namespaceSelector": {
-                            "description": "A "
-                            "label "
-                            "selector "
-                            "on "
-                            "Namespace "
-                            "objects; "
-                            "absent "
-                            "means "
-                            "every "
-                            "namespace.",
+                            "description": "A label selector on Namespace objects; absent means every namespace.",
                             "properties": {
                                 "matchExpressions": {
                                     "items": {
@@ -910,36 +345,8 @@ SCHEMA: dict[str, Any] = {
                                         "type": "object",
                                         "x-kubernetes-validations": [
                                             {
-                                                "message": "values "
-                                                "must "
-                                                "be "
-                                                "non-empty "
-                                                "for "
-                                                "In "
-                                                "and "
-                                                "NotIn, "
-                                                "and "
-                                                "empty "
-                                                "for "
-                                                "Exists "
-                                                "and "
-                                                "DoesNotExist",
-                                                "rule": "self.operator "
-                                                "in "
-                                                "['In', "
-                                                "'NotIn'] "
-                                                "? "
-                                                "has(self.values) "
-                                                "&& "
-                                                "size(self.values) "
-                                                "> "
-                                                "0 "
-                                                ": "
-                                                "!has(self.values) "
-                                                "|| "
-                                                "size(self.values) "
-                                                "== "
-                                                "0",
+                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
+                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
                                             }
                                         ],
                                     },
@@ -973,25 +380,7 @@ SCHEMA: dict[str, Any] = {
                             "type": "object",
                         },
                         "podSelector": {
-                            "description": "A "
-                            "label "
-                            "selector "
-                            "limiting "
-                            "which "
-                            "pods "
-                            "may "
-                            "be "
-                            "evicted "
-                            "(every "
-                            "matching "
-                            "pod "
-                            "is "
-                            "still "
-                            "counted); "
-                            "absent "
-                            "means "
-                            "every "
-                            "pod.",
+                            "description": "A label selector limiting which pods may be evicted (every matching pod is still counted); absent means every pod.",
                             "properties": {
                                 "matchExpressions": {
                                     "items": {
@@ -1015,36 +404,8 @@ SCHEMA: dict[str, Any] = {
                                         "type": "object",
                                         "x-kubernetes-validations": [
                                             {
-                                                "message": "values "
-                                                "must "
-                                                "be "
-                                                "non-empty "
-                                                "for "
-                                                "In "
-                                                "and "
-                                                "NotIn, "
-                                                "and "
-                                                "empty "
-                                                "for "
-                                                "Exists "
-                                                "and "
-                                                "DoesNotExist",
-                                                "rule": "self.operator "
-                                                "in "
-                                                "['In', "
-                                                "'NotIn'] "
-                                                "? "
-                                                "has(self.values) "
-                                                "&& "
-                                                "size(self.values) "
-                                                "> "
-                                                "0 "
-                                                ": "
-                                                "!has(self.values) "
-                                                "|| "
-                                                "size(self.values) "
-                                                "== "
-                                                "0",
+                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
+                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
                                             }
                                         ],
                                     },
@@ -1066,10 +427,7 @@ SCHEMA: dict[str, Any] = {
             "type": "object",
         },
         "status": {
-            "description": "The last scan's report, bounded: the lists hold at "
-            "most spec.report.maxItems entries, worst first, "
-            "with their full lengths in violationsTotal and "
-            "planTotal.",
+            "description": "The last scan's report, bounded: the lists hold at most spec.report.maxItems entries, worst first, with their full lengths in violationsTotal and planTotal.",
             "properties": {
                 "conditions": {
                     "items": {
@@ -1094,34 +452,11 @@ SCHEMA: dict[str, Any] = {
                     "x-kubernetes-list-type": "map",
                 },
                 "cooldowns": {
-                    "description": "Workloads respread "
-                    "evicted from recently, "
-                    "so that a restarted or "
-                    "newly elected operator "
-                    "keeps their cooldown, "
-                    "loop protection and "
-                    "back-off: those still "
-                    "in cooldown, with an "
-                    "eviction whose effect "
-                    "on the skew is still "
-                    "to be judged, or "
-                    "backed off. The most "
-                    "recent evictions "
-                    "first.",
+                    "description": "Workloads respread evicted from recently, so that a restarted or newly elected operator keeps their cooldown, loop protection and back-off: those still in cooldown, with an eviction whose effect on the skew is still to be judged, or backed off. The most recent evictions first.",
                     "items": {
                         "properties": {
                             "backoffLevel": {
-                                "description": "Consecutive "
-                                "evictions "
-                                "that "
-                                "did "
-                                "not "
-                                "reduce "
-                                "the "
-                                "skew "
-                                "(at "
-                                "most "
-                                "6).",
+                                "description": "Consecutive evictions that did not reduce the skew (at most 6).",
                                 "maximum": 64,
                                 "minimum": 0,
                                 "type": "integer",
@@ -1130,17 +465,7 @@ SCHEMA: dict[str, Any] = {
                             "lastEvictionTime": {"format": "date-time", "type": "string"},
                             "namespace": {"maxLength": 63, "type": "string"},
                             "pendingReview": {
-                                "description": "The "
-                                "skew "
-                                "each "
-                                "constraint "
-                                "had "
-                                "when "
-                                "the "
-                                "last "
-                                "eviction "
-                                "was "
-                                "made.",
+                                "description": "The skew each constraint had when the last eviction was made.",
                                 "items": {
                                     "properties": {
                                         "skewAtEviction": {"type": "integer"},
@@ -1166,28 +491,7 @@ SCHEMA: dict[str, Any] = {
                     "type": "array",
                 },
                 "deletionCost": {
-                    "description": "What the last scan "
-                    "did with "
-                    "pod-deletion-cost "
-                    "(spec.remediation.deletionCost): "
-                    "costs written, "
-                    "taken back "
-                    "(removed, or handed "
-                    "over to another "
-                    "policy that writes "
-                    "costs), left alone "
-                    "(conflicts: another "
-                    "field manager owns "
-                    "them), skipped (the "
-                    "pod changed since "
-                    "the scan), failed, "
-                    "left for later "
-                    "scans by "
-                    "maxPatchesPerScan, "
-                    "and the live pods "
-                    "whose cost this "
-                    "policy wrote "
-                    "(managed).",
+                    "description": "What the last scan did with pod-deletion-cost (spec.remediation.deletionCost): costs written, taken back (removed, or handed over to another policy that writes costs), left alone (conflicts: another field manager owns them), skipped (the pod changed since the scan), failed, left for later scans by maxPatchesPerScan, and the live pods whose cost this policy wrote (managed).",
                     "properties": {
                         "conflicts": {"minimum": 0, "type": "integer"},
                         "failed": {"minimum": 0, "type": "integer"},
@@ -1203,9 +507,7 @@ SCHEMA: dict[str, Any] = {
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "plan": {
-                    "description": "The evictions of the last "
-                    "scan, in order, then those "
-                    "left for later.",
+                    "description": "The evictions of the last scan, in order, then those left for later.",
                     "items": {
                         "properties": {
                             "deferredBy": {
@@ -1269,18 +571,7 @@ SCHEMA: dict[str, Any] = {
                     "type": "object",
                 },
                 "surges": {
-                    "description": "Surge moves "
-                    "(spec.remediation.surge): "
-                    "those in flight (state: "
-                    "their phase, Surging, "
-                    "Marking, Draining or "
-                    "RollingBack), planned, "
-                    "and skipped with the "
-                    "reason. The state of an "
-                    "operation itself is kept "
-                    "on its Deployment "
-                    "(annotation "
-                    "respread.io/surge-operation).",
+                    "description": "Surge moves (spec.remediation.surge): those in flight (state: their phase, Surging, Marking, Draining or RollingBack), planned, and skipped with the reason. The state of an operation itself is kept on its Deployment (annotation respread.io/surge-operation).",
                     "items": {
                         "properties": {
                             "namespace": {"maxLength": 63, "type": "string"},
@@ -1328,14 +619,7 @@ SCHEMA: dict[str, Any] = {
                             },
                             "causeMessage": {"maxLength": 1024, "type": "string"},
                             "domains": {
-                                "description": "The "
-                                "eligible "
-                                "domains, "
-                                "the "
-                                "fullest "
-                                "and "
-                                "the "
-                                "emptiest.",
+                                "description": "The eligible domains, the fullest and the emptiest.",
                                 "properties": {
                                     "count": {"type": "integer"},
                                     "max": {
@@ -1365,24 +649,7 @@ SCHEMA: dict[str, Any] = {
                             "namespace": {"maxLength": 63, "type": "string"},
                             "pods": {"type": "integer"},
                             "remedy": {
-                                "description": "The "
-                                "remedy "
-                                "chosen "
-                                "for "
-                                "it "
-                                "(spec.remediation): "
-                                "Evict, "
-                                "DeletionCost "
-                                "or "
-                                "Surge; "
-                                "absent "
-                                "when "
-                                "none "
-                                "that "
-                                "the "
-                                "policy "
-                                "allows "
-                                "applies.",
+                                "description": "The remedy chosen for it (spec.remediation): Evict, DeletionCost or Surge; absent when none that the policy allows applies.",
                                 "enum": ["Evict", "DeletionCost", "Surge"],
                                 "type": "string",
                             },
@@ -1409,10 +676,7 @@ SCHEMA: dict[str, Any] = {
                     "type": "array",
                 },
                 "violationsTotal": {
-                    "description": "The number of "
-                    "violations found "
-                    "(status.violations "
-                    "may hold fewer).",
+                    "description": "The number of violations found (status.violations may hold fewer).",
                     "minimum": 0,
                     "type": "integer",
                 },
