@@ -60,24 +60,33 @@ async def write_costs(
             take_over=policy.remediation.deletion_cost.take_over,
             policy=policy.name,
         )
-        metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
-        log.debug(
-            "pod-deletion-cost of %s/%s: %s (%s)",
-            write.namespace,
-            write.pod,
-            write.result.value,
-            write.reason,
-        )
-        writes.append(write)
+        writes.append(_counted(policy, write))
+    _summarise(policy, writes, "pod-deletion-cost", costs.deferred_patches)
+    return writes
+
+
+def _counted(policy: RebalancePolicy, write: CostWrite) -> CostWrite:
+    metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
+    log.debug(
+        "pod-deletion-cost of %s/%s: %s (%s)",
+        write.namespace,
+        write.pod,
+        write.result.value,
+        write.reason,
+    )
+    return write
+
+
+def _summarise(policy: RebalancePolicy, writes: Sequence[CostWrite], what: str, left: int) -> None:
     if writes:
         results = Counter(w.result.value for w in writes)
         log.info(
-            "RebalancePolicy %s: pod-deletion-cost %s; %d left for later scans",
+            "RebalancePolicy %s: %s %s; %d left for later scans",
             policy.name,
+            what,
             ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
-            costs.deferred_patches,
+            left,
         )
-    return writes
 
 
 async def release_costs(
@@ -121,23 +130,8 @@ async def release_costs(
             action=entry.action,
             hand_to=entry.hand_to,
         )
-        metrics.COST_PATCHES.labels(policy.name, done.result.value).inc()
-        log.debug(
-            "pod-deletion-cost of %s/%s: %s (%s)",
-            done.namespace,
-            done.pod,
-            done.result.value,
-            done.reason,
-        )
-        out.append(done)
-    if out:
-        results = Counter(w.result.value for w in out)
-        log.info(
-            "RebalancePolicy %s: pod-deletion-cost taken back: %s; %d left for later scans",
-            policy.name,
-            ", ".join(f"{n} {r.lower()}" for r, n in sorted(results.items())),
-            plan.deferred,
-        )
+        out.append(_counted(policy, done))
+    _summarise(policy, out, "pod-deletion-cost taken back:", plan.deferred)
     return out
 
 
