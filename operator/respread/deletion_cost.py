@@ -31,6 +31,7 @@ bare pods and other controllers are never given costs; they are listed with the 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,14 +86,17 @@ def current_cost(pod: Pod) -> int | None:
     return parse_cost(pod.annotations.get(DELETION_COST))
 
 
+# What the API server and the ReplicaSet controller accept (GetDeletionCostFromPodAnnotations):
+# ASCII digits, no sign but a leading '-', no leading zero, no space; Python's int() takes more.
+_COST = re.compile(r"-[0-9]+|0|[1-9][0-9]*", re.ASCII)
+
+
 def parse_cost(raw: str | None) -> int | None:
-    """A pod-deletion-cost annotation's value (an int32); None when absent or unreadable."""
-    if raw is None:
+    """A pod-deletion-cost annotation's value (an int32); None when absent or unreadable (the
+    controller reads 0 for both)."""
+    if raw is None or _COST.fullmatch(raw) is None:
         return None
-    try:
-        value = int(raw.strip(), 10)
-    except ValueError:
-        return None
+    value = int(raw, 10)
     return value if INT32_MIN <= value <= INT32_MAX else None
 
 

@@ -226,9 +226,24 @@ def test_tier(changes: dict[str, object], expected: Tier) -> None:
 COSTS = [
     ("absent", None, None),
     ("a number", "-12", -12),
-    ("padded", " 7 ", 7),
+    ("zero", "0", 0),
+    ("minus zero", "-0", 0),
+    ("leading zeros after a minus", "-007", -7),
+    ("int32 bounds", str(2**31 - 1), 2**31 - 1),
+    ("int32 lowest", str(-(2**31)), -(2**31)),
+    # What strconv.ParseInt after validFirstDigit refuses (the controller reads 0) though
+    # Python's int() takes it:
+    ("padded", " 7 ", None),
+    ("a trailing newline", "7\n", None),
+    ("a plus sign", "+7", None),
+    ("a leading zero", "007", None),
+    ("underscores", "1_000", None),
+    ("non-ASCII digits", "\u0663", None),
+    ("empty", "", None),
+    ("a lone minus", "-", None),
     ("not a number", "high", None),
     ("beyond int32", str(2**31), None),
+    ("below int32", str(-(2**31) - 1), None),
 ]
 
 
