@@ -127,6 +127,10 @@ def test_the_dashboard_covers_what_operators_watch() -> None:
         "respread_evictions_total",
         "respread_scan_duration_seconds_bucket",
         "respread_scan_failures_total",
+        "respread_deletion_cost_patches_total",
+        "respread_surges_total",
+        "respread_surges_in_flight",
+        "respread_surge_overdue_seconds",
     ):
         assert metric in queries, metric
 
