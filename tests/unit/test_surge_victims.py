@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from respread.analysis import analyze
 from respread.snapshot import SURGE_STATE, load_documents
-from respread.surge import ActionKind, _count_vectors, operations
+from respread.surge import ActionKind, Phase, _count_vectors, next_operation, operations
 from respread.surge_others import judge_others
 from tests.unit.test_surge import NOW, SURGING, WEB, cluster, policy_with, run
 from tests.unit.test_surge_others import watch_pod
@@ -86,6 +86,9 @@ def test_the_victims_at_marking_are_judged_on_other_workloads_too(
     assert reason in action.reason
     if kind is ActionKind.ROLLBACK:  # the surge's own pods: web's 6 from before stay
         assert {v.pod.name for v in action.victims} == {"web-rs-7", "web-rs-8"}
+        recorded = next_operation(SURGING, action)  # the reason the report and status show
+        assert recorded is not None and recorded.phase is Phase.ROLLING_BACK
+        assert reason in recorded.reason
 
 
 def test_planning_chooses_the_same_harmless_victims() -> None:
