@@ -10,6 +10,8 @@ violated Deployment with ``when: Always``, a surge move:
 2. waits (at most ``readyTimeout``) until every one of the n + k pods is Ready;
 3. gives the k pods in the crowded domains the lowest pod-deletion-cost and scales back to n:
    the ReplicaSet controller deletes exactly those pods (all pods are Ready: the cost decides).
+   Victims that would make another workload's spread worse (surge_others.py) are avoided when
+   others as good exist; when none does, the surge is rolled back.
 
 Availability never drops below n and no budget is consumed. The operation's state is an
 annotation on the Deployment (snapshot.SURGE_STATE, JSON), written in the same patch as each
@@ -38,7 +40,7 @@ from respread.planner import Plan
 from respread.policy import RebalancePolicy, SurgeWhen
 from respread.snapshot import SURGE_OPT, SURGE_STATE
 from respread.spread import filter_node, pod_counts
-from respread.surge_others import harm_to_others
+from respread.surge_others import OthersJudge, harm_to_others, judge_others
 
 # GitOps markers: a controller that would put spec.replicas back (docs/surge.md).
 GITOPS_MARKERS: Final[Mapping[str, str]] = {
@@ -341,6 +343,12 @@ class _Sim:
                 out += table.get(domain) - table.global_min(c.min_domains)
         return out
 
+    def node_class(self, node: str, judge: OthersJudge) -> tuple[object, ...]:
+        """What removing a pod from ``node`` changes: its domain in each of the workload's
+        tables and in each other group's judged (nodes of one class are interchangeable)."""
+        tables = [t for _, t in self._distinct] + [b.tables[b.group.index] for b in judge.groups]
+        return (self.domains(node), *(t.space.node_domain.get(node) for t in tables))
+
     def domains(self, node: str) -> tuple[tuple[str, str], ...]:
         labels = self.index.nodes[node].labels if node in self.index.nodes else {}
         keys = dict.fromkeys(self.members.profile.constraints[i].key for i in self.hard)
@@ -387,16 +395,17 @@ def _fits(sim: _Sim, ledger: CapacityLedger, template: Pod, node: Node) -> bool:
     return filter_node(sim.members.profile, sim.tables, node).ok
 
 
-def choose_victims(
+def _greedy(
     sim: _Sim, candidates: Sequence[Pod], k: int, pending: Sequence[Pod] = ()
 ) -> tuple[Victim, ...]:
-    """The k pods to remove: Pending and unassigned ones first (the controller takes them first
-    anyway), then, one at a time, the pod whose removal leaves the fewest misplaced pods, from
-    the most crowded domains (then the node with most of the workload's pods, the youngest)."""
+    """Pending and unassigned pods first, then, one at a time, the pod whose removal leaves the
+    fewest misplaced pods, from the most crowded domains (then the node with most of the
+    workload's pods, the youngest). Leaves the chosen pods taken out of ``sim``."""
     chosen: list[Victim] = []
     for pod in pending[:k]:
         chosen.append(Victim(pod, (), VICTIM_COST + len(chosen)))
-    left = [p for p in candidates if p.node_name is not None]
+    taken = {id(v.pod) for v in chosen}
+    left = [p for p in candidates if p.node_name is not None and id(p) not in taken]
     while len(chosen) < k and left:
         scored = []
         for position, pod in enumerate(left):
@@ -422,6 +431,132 @@ def choose_victims(
         chosen.append(Victim(pod, sim.domains(pod.node_name), VICTIM_COST + len(chosen)))
         sim.shift(pod.node_name, pod, -1)
     return tuple(chosen)
+
+
+SEARCH_LIMIT: Final = 2000  # victim sets searched (by domain class) when the greedy one harms
+
+
+@dataclass(frozen=True, slots=True)
+class VictimChoice:
+    victims: tuple[Victim, ...]
+    harm: str | None = None  # why these victims would make another workload's group worse
+    # with harm: the set harming no group with the fewest misplaced pods found (None: none)
+    harmless: tuple[Victim, ...] | None = None
+
+
+def _removed(victims: Iterable[Victim]) -> list[str]:
+    return [v.pod.node_name for v in victims if v.pod.node_name is not None]
+
+
+def _count_vectors(caps: Sequence[int], k: int, limit: int) -> list[tuple[int, ...]] | None:
+    """Every way to take k items from classes holding ``caps`` items (how many from each);
+    None when there are more than ``limit``."""
+    tail = [sum(caps[i:]) for i in range(len(caps) + 1)]
+    out: list[tuple[int, ...]] = []
+    stack: list[tuple[int, int, tuple[int, ...]]] = [(0, k, ())]
+    while stack:
+        i, left, acc = stack.pop()
+        if left == 0:
+            out.append(acc + (0,) * (len(caps) - i))
+            if len(out) > limit:
+                return None
+            continue
+        if i == len(caps) or tail[i] < left:
+            continue
+        for n in range(min(caps[i], left) + 1):
+            stack.append((i + 1, left - n, (*acc, n)))
+    return out
+
+
+def _search(
+    sim: _Sim, pool: Sequence[Pod], fixed: tuple[Victim, ...], k: int, judge: OthersJudge
+) -> tuple[tuple[int, int], tuple[Victim, ...]] | None:
+    """The victim set harming no other group with the fewest Ready pods, then the fewest
+    misplaced, then from the most crowded domains: ((Ready, misplaced), victims). Pods are
+    equivalent when their nodes are in the same domains of every table involved, so the sets
+    are searched by how many pods each such class gives. None when no set is harmless, or the
+    sets are more than SEARCH_LIMIT."""
+    classes: dict[tuple[object, ...], list[Pod]] = {}
+    for pod in pool:
+        node = pod.node_name
+        assert node is not None
+        classes.setdefault(sim.node_class(node, judge), []).append(pod)
+    ranked = [
+        sorted(
+            pods,
+            key=lambda p: (
+                tier(p) is Tier.READY,
+                -len(sim.by_node.get(p.node_name or "", ())),
+                -(p.created or 0.0),
+                p.name,
+            ),
+        )
+        for _, pods in sorted(classes.items(), key=lambda kv: repr(kv[0]))
+    ]
+    vectors = _count_vectors([len(pods) for pods in ranked], k - len(fixed), SEARCH_LIMIT)
+    if vectors is None:
+        return None
+    best: tuple[tuple[int, int, int], tuple[Pod, ...]] | None = None
+    for vector in vectors:
+        pods = tuple(p for n, cls in zip(vector, ranked, strict=True) for p in cls[:n])
+        nodes = [p.node_name or "" for p in pods]
+        if judge.harm([*_removed(fixed), *nodes]) is not None:
+            continue
+        crowding = sum(sim.crowding(n) for n in nodes)
+        for node, pod in zip(nodes, pods, strict=True):
+            sim.shift(node, pod, -1)
+        misplaced = sim.misplaced()
+        for node, pod in zip(nodes, pods, strict=True):
+            sim.shift(node, pod, +1)
+        ready = sum(tier(p) is Tier.READY for p in (*(v.pod for v in fixed), *pods))
+        key = (ready, misplaced, -crowding)
+        if best is None or key < best[0]:
+            best = (key, pods)
+    if best is None:
+        return None
+    victims = list(fixed)
+    for pod in best[1]:
+        victims.append(Victim(pod, sim.domains(pod.node_name or ""), VICTIM_COST + len(victims)))
+    return best[0][:2], tuple(victims)
+
+
+def choose_victims(
+    sim: _Sim,
+    candidates: Sequence[Pod],
+    k: int,
+    pending: Sequence[Pod] = (),
+    judge: OthersJudge | None = None,
+) -> VictimChoice:
+    """The k pods to remove, and whether removing them makes another workload's group worse.
+
+    Pending and unassigned pods go first (the controller takes them first anyway); then, one
+    at a time, the pod whose removal leaves the fewest misplaced pods (``_greedy``). When that
+    set would make a group of ``judge`` worse, the sets harming none are searched: one with as
+    few Ready pods and misplaced pods as the greedy set is chosen instead. Otherwise the greedy
+    set is returned with the harm, and the best harmless set found. ``sim`` is left with the
+    chosen pods taken out."""
+    chosen = _greedy(sim, candidates, k, pending)
+    if judge is None or not judge.groups:
+        return VictimChoice(chosen)
+    harm = judge.harm(_removed(chosen))
+    if harm is None:
+        return VictimChoice(chosen)
+    score = (sum(tier(v.pod) is Tier.READY for v in chosen), sim.misplaced())
+    fixed = chosen[: min(len(pending), k)]
+    for v in chosen[len(fixed) :]:
+        assert v.pod.node_name is not None
+        sim.shift(v.pod.node_name, v.pod, +1)
+    taken = {id(v.pod) for v in fixed}
+    pool = [p for p in candidates if p.node_name is not None and id(p) not in taken]
+    found = _search(sim, pool, fixed, k, judge)
+    better = found is not None and found[0] <= score
+    out = found[1] if found is not None and better else chosen
+    for v in out[len(fixed) :]:
+        assert v.pod.node_name is not None
+        sim.shift(v.pod.node_name, v.pod, -1)
+    if better:
+        return VictimChoice(out)
+    return VictimChoice(chosen, harm, found[1] if found is not None else None)
 
 
 def _synthetic(template: Pod, node: str, n: int) -> Pod:
@@ -456,8 +591,11 @@ def _simulate(
         ledger.reserve(node, template.spec.requests)
         sim.shift(node, _synthetic(template, node, n), +1)
         landings.append(Landing(node, sim.domains(node), others))
-    victims = choose_victims(sim, originals, len(landings))
-    return tuple(landings), victims, sim.misplaced()
+    judge = judge_others(
+        analysis, members.workload, members.labels, added=[lnd.node for lnd in landings]
+    )
+    choice = choose_victims(sim, originals, len(landings), judge=judge)
+    return tuple(landings), choice.victims, sim.misplaced()
 
 
 def predict(
@@ -696,18 +834,34 @@ def advance(
         and len(ready) == op.target
     )
     if all_ready:
-        victims = _victims(analysis, workload, pods, k, rollback=False)
-        return Action(
-            ActionKind.MARK_AND_SCALE_BACK,
-            f"all {op.target} replicas Ready; removing {k} from the crowded domains",
-            victims,
-        )
-    if now >= op.deadline:
-        victims = _victims(analysis, workload, pods, k, rollback=True)
+        choice = _victims(analysis, workload, pods, k, rollback=False)
+        if choice.harm is None:
+            return Action(
+                ActionKind.MARK_AND_SCALE_BACK,
+                f"all {op.target} replicas Ready; removing {k} from the crowded domains",
+                choice.victims,
+            )
+        # The plan judged the predicted placement harmless; the real one is not. A surge must
+        # not make another workload's spread worse, so it ends as a rollback (kept as
+        # RolledBack: not retried within the cooldown), with the best harmless victims.
         return Action(
             ActionKind.ROLLBACK,
-            f"{len(ready)} of {op.target} replicas Ready at the deadline (readyTimeout)",
-            victims,
+            f"all {op.target} replicas Ready, but removing the {k} that fix the skew best "
+            f"would make another workload's spread worse ({choice.harm})",
+            choice.harmless or newest_first(pods, k),
+        )
+    if now >= op.deadline:
+        choice = _victims(analysis, workload, pods, k, rollback=True)
+        reason = f"{len(ready)} of {op.target} replicas Ready at the deadline (readyTimeout)"
+        if choice.harm is None:
+            return Action(ActionKind.ROLLBACK, reason, choice.victims)
+        return Action(
+            ActionKind.ROLLBACK,
+            f"{reason}; the newest pods go, as the crowded ones would make another "
+            f"workload's spread worse ({choice.harm})"
+            if choice.harmless is None
+            else reason,
+            choice.harmless or newest_first(pods, k),
         )
     return Action(ActionKind.WAIT, f"{len(ready)} of {op.target} replicas Ready")
 
@@ -725,15 +879,23 @@ def _sim_for(analysis: Analysis, workload: WorkloadRef) -> _Sim | None:
     return _Sim(analysis, members) if members is not None else None
 
 
+def _arrived(pods: Sequence[Pod], k: int) -> list[str]:
+    """The nodes of the surge's new pods that are bound: the k newest pods of the Deployment
+    (a creation timestamp is the API server's, so no clock of ours is compared with it)."""
+    newest = sorted(pods, key=lambda p: (-(p.created or 0.0), p.name))[: max(k, 0)]
+    return [p.node_name for p in newest if p.node_name is not None]
+
+
 def _victims(
     analysis: Analysis, workload: WorkloadRef, pods: Sequence[Pod], k: int, *, rollback: bool
-) -> tuple[Victim, ...]:
+) -> VictimChoice:
     pending = [p for p in pods if tier(p) < Tier.NOT_READY] if rollback else []
     sim = _sim_for(analysis, workload)
     if sim is None:  # not analysed (its namespace no longer selected): the surge's own pods
-        return newest_first(pods, k)
+        return VictimChoice(newest_first(pods, k))
     bound = [p for node in sim.by_node.values() for p in node]
-    return choose_victims(sim, bound, k, pending)
+    judge = judge_others(analysis, workload, sim.members.labels, arrived=_arrived(pods, k))
+    return choose_victims(sim, bound, k, pending, judge)
 
 
 def next_operation(

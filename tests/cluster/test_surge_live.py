@@ -200,6 +200,16 @@ def settled(
     return len(pods) == replicas and all(pod_is_ready(p) for p in pods)
 
 
+def surge_started(apps: client.AppsV1Api, namespace: str, *, interval: float = 0.05) -> None:
+    """Wait (at most 90 s) for the surge's first step, web scaled up from 4 to 6, polling every
+    ``interval`` seconds (often, by default: most tests act right after it)."""
+
+    def surged() -> bool:
+        return bool(apps.read_namespaced_deployment("web", namespace).spec.replicas == 6)
+
+    wait_for(surged, 90, "the scale-up", interval=interval)
+
+
 def operator_writes(audit: AuditLog, since: int) -> list[dict[str, Any]]:
     return [
         e
@@ -332,11 +342,7 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
         sampler.running(),
         policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
     ):
-
-        def surged() -> bool:
-            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
-
-        wait_for(surged, 90, "the scale-up", interval=0.05)
+        surge_started(apps_v1, namespace)
         first.kill()
         state = annotation(apps_v1, namespace, "web")
         assert state is not None and state["phase"] == "Surging", state
@@ -488,11 +494,7 @@ def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
         nodes_removed(core_v1, nodes),
         policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m")),
     ):
-
-        def surged() -> bool:
-            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
-
-        wait_for(surged, 90, "the scale-up")
+        surge_started(apps_v1, namespace, interval=0.25)
         apps_v1.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 5}})
         wait_for(
             lambda: annotation(apps_v1, namespace, "web") is None, 60, "the operator standing down"
@@ -559,11 +561,7 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
         sampler.running(),
         policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
     ):
-
-        def surged() -> bool:
-            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
-
-        wait_for(surged, 90, "the scale-up", interval=0.05)
+        surge_started(apps_v1, namespace)
         ops[first].kill()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
         wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas")
@@ -670,11 +668,7 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     first: OperatorProcess = operator_factory()
     with sampler.running():
         create_policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m"))
-
-        def surged() -> bool:
-            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
-
-        wait_for(surged, 90, "the scale-up", interval=0.05)
+        surge_started(apps_v1, namespace)
         first.kill()
         custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
         state = annotation(apps_v1, namespace, "web")
@@ -722,11 +716,7 @@ def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(
         sampler.running(),
         policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
     ):
-
-        def surged() -> bool:
-            return apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
-
-        wait_for(surged, 90, "the scale-up", interval=0.05)
+        surge_started(apps_v1, namespace)
         custom.patch_cluster_custom_object(
             GROUP,
             VERSION,

@@ -43,6 +43,7 @@ from respread.surge import (
     start,
 )
 from respread.surge_orphans import in_flight_count, orphans, overdue, unknown_policies
+from respread.surge_scope import follower_state
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +298,8 @@ def follow(
 
 
 def _in_flight(state: ClusterState, policy: RebalancePolicy, now: float) -> tuple[InFlight, ...]:
-    return operations(analyze(state, policy), policy.name, now)
+    """The policy's operations, from the namespaces of its surging Deployments only."""
+    return operations(analyze(follower_state(state, policy.name), policy), policy.name, now)
 
 
 async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting: Acting) -> None:
