@@ -666,6 +666,17 @@ def plan_surges(analysis: Analysis, plan: Plan, policy: RebalancePolicy, now: fl
             skips.append(SurgeSkip(ref, "the Deployment is not in the cluster state"))
             continue
         other = operation_of(dep)
+        if other is None and dep.markers.get(SURGE_STATE):
+            # A surge's record damaged (edited by hand?): its replicas may still be raised, and
+            # a new surge would take them for the original count.
+            skips.append(
+                SurgeSkip(
+                    ref,
+                    f"its {SURGE_STATE} annotation is unreadable: set spec.replicas as wanted"
+                    " and remove the annotation",
+                )
+            )
+            continue
         if other is not None and other.phase is Phase.ROLLED_BACK:
             retry = other.deadline + policy.eviction.cooldown
             if now < retry:

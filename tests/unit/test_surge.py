@@ -239,6 +239,11 @@ def test_a_skew_that_budgets_block_is_planned_as_a_surge_of_the_moves_needed() -
             "Argo CD (annotation tracking)",
         ),
         ({"annotations": {"respread.io/surge": "false"}}, {}, "opted out"),
+        (
+            {"annotations": {"respread.io/surge-operation": '{"phase": "Marking"}'}},
+            {},
+            "respread.io/surge-operation annotation is unreadable",
+        ),
         ({"hpa": True}, {}, "HorizontalPodAutoscaler web-hpa scales it"),
         ({"paused": True}, {}, "paused"),
         ({"generation": (2, 1)}, {}, "a rollout is in progress"),
