@@ -129,10 +129,13 @@ def test_memory_per_pod_requests_and_events_per_scan_stay_small(
         if violation_keys(status_of(custom, name)) == keys_before:
             assert policy_events(core, name) == events_before  # nothing changed, nothing said
 
-        # A second population: memory grows by the slim records, not by raw objects.
-        populations.append(
-            populate(api_client, NODES, PODS, prefix=f"s2{suffix}", namespace_labels=labels)
-        )
+        # A second population: memory grows by the slim records, not by raw objects. Its
+        # namespaces join the policy's selector once every pod exists: scans during the
+        # creation would otherwise find its workloads half made (transient violations, Events
+        # as many as the scans that fell in it, which the machine's speed decides).
+        populations.append(populate(api_client, NODES, PODS, prefix=f"s2{suffix}"))
+        for ns in populations[1].namespaces:
+            core.patch_namespace(ns, {"metadata": {"labels": labels}})
         wait_scans(custom, name, 2)  # both after every pod was created: the cache holds them
         after = rss_samples(op.proc.pid, 4)
         per_pod_kb = (after - before) * 1024 / PODS
