@@ -152,8 +152,10 @@ def writer(
 def test_another_policy_covers_a_pod_when_it_writes_costs_in_its_namespace(
     others: list[RebalancePolicy], namespace: str, expected: str | None
 ) -> None:
-    covered_by = coverage(others, {"team": Namespace("team"), "default": Namespace("default")})
-    assert covered_by(costed("a", namespace=namespace)) == expected
+    namespaces = {"team": Namespace("team"), "default": Namespace("default")}
+    pod_ = costed("a", namespace=namespace)
+    covered_by = coverage(MINE, others, namespaces, [pod_])
+    assert covered_by(pod_) == expected
 
 
 @pytest.mark.parametrize(
@@ -213,12 +215,14 @@ def test_one_event_a_scan_only_when_something_was_written_or_taken_back(
 
 
 def test_the_status_fields() -> None:
-    counts = CostCounts(1, 2, 3, 4, 5, 6, 7, 8)
+    counts = CostCounts(1, 2, 3, 4, 9, 5, 6, 7, 8, (("ns", "web-1", 3, "a"),))
     assert cost_status(counts) == {
         "written": 1,
         "removed": 2,
         "handedOver": 3,
         "conflicts": 4,
+        "overlaps": 9,
+        "overlapping": [{"namespace": "ns", "replicaSet": "web-1", "pods": 3, "policy": "a"}],
         "skipped": 5,
         "failed": 6,
         "leftForLaterScans": 7,
