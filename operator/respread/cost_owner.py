@@ -5,8 +5,10 @@ namespace would otherwise both order its ReplicaSets, each overwriting the other
 scan when their settings differ. Each scan decides, from its snapshot alone, one owner per
 ReplicaSet; every operator's scan decides the same, without talking to the others:
 
-- the candidates are the policy scanning and every other policy that writes costs and selects
-  the ReplicaSet's namespace;
+- the candidates are the policy scanning and every other policy that writes costs, selects the
+  ReplicaSet's namespace and orders its pods by its own settings (the pods' spread constraints,
+  else the policy's ``defaultConstraints``, have a hard one and one it analyses: a policy that
+  would not order them never keeps another policy from ordering them);
 - of the candidates that a pod of the ReplicaSet names (``respread.io/deletion-cost-policy``),
   the first by name owns it: a policy keeps what it wrote while it exists and covers the pods;
 - when no pod names a candidate (nobody's yet, or named by a policy deleted, switched off or no
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from respread.analysis import namespace_selected
-from respread.model import Namespace, Pod
+from respread.model import Namespace, Pod, When
 from respread.policy import Mode, RebalancePolicy
 from respread.snapshot import COST_POLICY
 
@@ -33,6 +35,16 @@ OVERLAP_EXAMPLES: Final = 10  # overlapping ReplicaSets named in the status, at 
 def writes_costs(policy: RebalancePolicy) -> bool:
     """The policy writes pod-deletion-cost annotations (Enforce, with the remedy enabled)."""
     return policy.mode is Mode.ENFORCE and policy.remediation.deletion_cost.enabled
+
+
+def orders(policy: RebalancePolicy, pod: Pod) -> bool:
+    """The policy's analysis gives the pod's workload a hard constraint (the pod's own
+    constraints, or without any the policy's defaultConstraints, as spread.py reads them)."""
+    constraints = pod.spec.constraints or policy.constraints.default_constraints
+    analysed = policy.constraints.when_unsatisfiable
+    return any(c.when is When.DO_NOT_SCHEDULE for c in constraints) and any(
+        c.when in analysed for c in constraints
+    )
 
 
 def owner(candidates: Iterable[str], named: Iterable[str | None]) -> str | None:
@@ -59,7 +71,7 @@ class Ownership:
     policy: str  # the policy scanning (a candidate wherever it orders pods)
     writers: tuple[RebalancePolicy, ...]  # the other policies that write costs, by name
     namespaces: Mapping[str, Namespace]
-    _covering: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    _covering: dict[str, tuple[RebalancePolicy, ...]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(
@@ -73,27 +85,34 @@ class Ownership:
         )
         return cls(policy, writers, namespaces)
 
-    def covering(self, namespace: str) -> tuple[str, ...]:
+    def covering(self, namespace: str) -> tuple[RebalancePolicy, ...]:
         """The other policies that write costs and select the namespace, by name."""
         found = self._covering.get(namespace)
         if found is None:
             found = self._covering[namespace] = tuple(
-                p.name for p in self.writers if namespace_selected(namespace, p, self.namespaces)
+                p for p in self.writers if namespace_selected(namespace, p, self.namespaces)
             )
         return found
 
-    def owner_of(self, namespace: str, pods: Iterable[Pod]) -> str:
+    def _candidates(self, namespace: str, pods: Sequence[Pod]) -> list[str]:
+        """The other policies that write costs here and would order these pods."""
+        covering = self.covering(namespace)
+        if not covering or not pods:
+            return []
+        return [p.name for p in covering if orders(p, pods[0])]
+
+    def owner_of(self, namespace: str, pods: Sequence[Pod]) -> str:
         """The policy that orders these pods (one ReplicaSet's) where this policy orders them."""
-        others = self.covering(namespace)
+        others = self._candidates(namespace, pods)
         if not others:
             return self.policy
         found = owner((self.policy, *others), (p.annotations.get(COST_POLICY) for p in pods))
         assert found is not None
         return found
 
-    def next_owner(self, namespace: str, pods: Iterable[Pod]) -> str | None:
+    def next_owner(self, namespace: str, pods: Sequence[Pod]) -> str | None:
         """The policy that keeps these pods' costs when this one lets them go (None: none)."""
-        others = self.covering(namespace)
+        others = self._candidates(namespace, pods)
         if not others:
             return None
         return owner(others, (p.annotations.get(COST_POLICY) for p in pods))

@@ -21,7 +21,7 @@ from respread.cost_release import (
     respread_cost,
     tagged,
 )
-from respread.model import Labels, Namespace, Phase, Pod
+from respread.model import Labels, Namespace, Phase, Pod, PodSpec
 from respread.policy import (
     DEFAULT_POLICY,
     DeletionCostSettings,
@@ -31,7 +31,7 @@ from respread.policy import (
     Selection,
 )
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
-from tests.unit.builders import pod
+from tests.unit.builders import hard, pod, sel
 
 MINE = "p1"
 
@@ -153,7 +153,9 @@ def test_another_policy_covers_a_pod_when_it_writes_costs_in_its_namespace(
     others: list[RebalancePolicy], namespace: str, expected: str | None
 ) -> None:
     namespaces = {"team": Namespace("team"), "default": Namespace("default")}
-    pod_ = costed("a", namespace=namespace)
+    # a pod with a hard constraint: every policy covering its namespace would order it
+    spread = hard("topology.kubernetes.io/zone", sel(app="web"))
+    pod_ = replace(costed("a", namespace=namespace), spec=PodSpec(constraints=(spread,)))
     covered_by = coverage(MINE, others, namespaces, [pod_])
     assert covered_by(pod_) == expected
 

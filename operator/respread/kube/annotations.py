@@ -126,7 +126,7 @@ def write_cost(
         if foreign and raw is not None and not take_over:
             return CostResult.SKIPPED, f"its cost is owned by {', '.join(foreign)}"
         named = read.annotations.get(COST_POLICY)
-        if policy is not None and named not in (seen_policy, policy):
+        if policy is not None and named is not None and named not in (seen_policy, policy):
             return CostResult.OVERLAP, f"RebalancePolicy {named} took its cost since the scan"
         annotations: dict[str, str | None] = {DELETION_COST: str(cost)}
         if policy is not None:
