@@ -35,6 +35,8 @@ from respread.policy import (
     Selection,
 )
 from respread.report import _deletion_cost_text, deletion_cost_section
+from respread.runtime.memory import PolicyMemory
+from respread.runtime.scan import compute
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
 from tests.unit.builders import hard, node, pod, sel, soft, state, workload
 
@@ -439,3 +441,17 @@ def test_write_and_release_share_the_read_and_its_checks(
     assert released.result is result
     assert written.result is (CostResult.WRITTEN if result is CostResult.REMOVED else result)
     assert len(core.patches) == (2 if result is CostResult.REMOVED else 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The scan passes the other policies it sees
+
+
+@pytest.mark.parametrize(("others", "overlaps"), [([], 0), (["a"], 6), (["c"], 0)])
+def test_a_scan_reports_the_replica_sets_another_policy_owns(
+    others: list[str], overlaps: int
+) -> None:
+    computed = compute(cluster(None), policy("b"), PolicyMemory(), 1e9, [policy(o) for o in others])
+    assert computed.costs is not None
+    assert computed.report["deletionCost"]["overlaps"] == overlaps
+    assert len(computed.costs.patches) == 6 - overlaps
