@@ -71,6 +71,7 @@ class Ownership:
     policy: str  # the policy scanning (a candidate wherever it orders pods)
     writers: tuple[RebalancePolicy, ...]  # the other policies that write costs, by name
     namespaces: Mapping[str, Namespace]
+    # filled on first use per namespace: a cache of covering(), which reads only the fields above
     _covering: dict[str, tuple[RebalancePolicy, ...]] = field(default_factory=dict, compare=False)
 
     @classmethod
