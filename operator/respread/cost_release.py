@@ -9,7 +9,9 @@ its selector, a workload lost its hard constraints). For each pod that names the
 
 - the cost is respread's (``respread`` is the only field manager of the annotation and its value
   is the one written) and another policy that writes costs covers the pod: the cost stays, and
-  the policy annotation names that policy (``HandOver``);
+  the policy annotation names that policy (``HandOver``): the owner of the pod's ReplicaSet by
+  cost_owner.py's rule, this policy left out (so a ReplicaSet another policy owns is handed
+  to it, and the policies' scans agree on who keeps what);
 - the cost is respread's and no other policy covers the pod: the cost and both companions are
   removed (``Remove``);
 - the cost is no longer respread's (another manager set or owns it): the cost stays as it is,
@@ -21,15 +23,16 @@ rest is left for later scans. DryRun never writes or removes anything.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
-from respread.analysis import namespace_selected
+from respread.cost_owner import OVERLAP_EXAMPLES, Ownership, replica_set_key
 from respread.deletion_cost import FIELD_MANAGER, CostPlan, OrderState, parse_cost
 from respread.model import Namespace, Pod
-from respread.policy import Mode, RebalancePolicy
+from respread.policy import RebalancePolicy
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
 from respread.spread import pod_counts
 from respread.timestamps import parse_rfc3339
@@ -74,11 +77,6 @@ class Lifecycle:
 NOT_DELETING: Final = Lifecycle()
 
 
-def writes_costs(policy: RebalancePolicy) -> bool:
-    """The policy writes pod-deletion-cost annotations (Enforce, with the remedy enabled)."""
-    return policy.mode is Mode.ENFORCE and policy.remediation.deletion_cost.enabled
-
-
 def respread_cost(pod: Pod) -> bool:
     """The pod's cost is the one respread wrote: respread's field manager alone owns the
     annotation (metadata.managedFields) and its value is the value recorded beside it."""
@@ -97,25 +95,38 @@ def tagged(pods: Iterable[Pod], policy: str) -> list[Pod]:
 
 
 def coverage(
-    others: Sequence[RebalancePolicy], namespaces: Mapping[str, Namespace]
+    policy: str,
+    others: Sequence[RebalancePolicy],
+    namespaces: Mapping[str, Namespace],
+    pods: Iterable[Pod],
 ) -> Callable[[Pod], str | None]:
-    """The first other policy (by name) that writes costs and selects the pod's namespace."""
-    writers = sorted((p for p in others if writes_costs(p)), key=lambda p: p.name)
+    """The policy that keeps a pod's cost when this one lets it go: of the other policies that
+    write costs and select its namespace, the owner of its ReplicaSet (cost_owner.py: the first
+    by name that one of its pods names, else the first by name); None when there is none."""
+    ownership = Ownership.of(policy, others, namespaces)
+    siblings: dict[tuple[str, str, str], list[Pod]] = defaultdict(list)
+    for p in pods:
+        if pod_counts(p):
+            siblings[replica_set_key(p)].append(p)
 
     def covered_by(pod: Pod) -> str | None:
-        for other in writers:
-            if namespace_selected(pod.namespace, other, namespaces):
-                return other.name
-        return None
+        together = siblings.get(replica_set_key(pod)) or [pod]
+        return ownership.next_owner(pod.namespace, together)
 
     return covered_by
 
 
 def ordered_pods(costs: CostPlan | None) -> frozenset[tuple[str, str]]:
-    """The pods the policy's cost plan orders (namespace, name): their costs are kept."""
+    """The pods the policy's cost plan orders and owns (namespace, name): their costs are kept
+    (those of a ReplicaSet another policy owns are handed over to it)."""
     if costs is None:
         return frozenset()
-    return frozenset((e.pod.namespace, e.pod.name) for o in costs.orders for e in o.pods)
+    return frozenset(
+        (e.pod.namespace, e.pod.name)
+        for o in costs.orders
+        if o.state is not OrderState.OVERLAP
+        for e in o.pods
+    )
 
 
 def plan_releases(
@@ -154,10 +165,13 @@ class CostCounts:
     removed: int = 0
     handed_over: int = 0
     conflicts: int = 0  # pods left alone: another manager owns their cost
+    overlaps: int = 0  # pods left alone: another RebalancePolicy orders them (cost_owner.py)
     skipped: int = 0  # the pod changed since the scan (the next scan sees it)
     failed: int = 0
     left: int = 0  # patches left for later scans by maxPatchesPerScan
     managed: int = 0  # live pods whose cost names the policy, after this scan
+    # (namespace, ReplicaSet, pods, owning policy): at most OVERLAP_EXAMPLES, sorted
+    overlapping: tuple[tuple[str, str, int, str], ...] = ()
 
 
 def plan_conflicts(costs: CostPlan | None) -> int:
@@ -166,13 +180,30 @@ def plan_conflicts(costs: CostPlan | None) -> int:
     return sum(len(o.conflicts) for o in costs.orders if o.state is OrderState.CONFLICT)
 
 
-def cost_status(counts: CostCounts) -> dict[str, int]:
+def plan_overlaps(costs: CostPlan | None) -> tuple[int, tuple[tuple[str, str, int, str], ...]]:
+    """The pods another policy orders, and the first ReplicaSets of them (bounded examples)."""
+    if costs is None:
+        return 0, ()
+    found = costs.overlapping
+    examples = tuple(
+        (o.workload.namespace, o.replica_set, len(o.pods), o.owner or "")
+        for o in found[:OVERLAP_EXAMPLES]
+    )
+    return sum(len(o.pods) for o in found), examples
+
+
+def cost_status(counts: CostCounts) -> dict[str, Any]:
     """`status.deletionCost`: what the last scan wrote and took back."""
     return {
         "written": counts.written,
         "removed": counts.removed,
         "handedOver": counts.handed_over,
         "conflicts": counts.conflicts,
+        "overlaps": counts.overlaps,
+        "overlapping": [
+            {"namespace": ns, "replicaSet": rs, "pods": n, "policy": owner}
+            for ns, rs, n, owner in counts.overlapping
+        ],
         "skipped": counts.skipped,
         "failed": counts.failed,
         "leftForLaterScans": counts.left,
@@ -190,6 +221,8 @@ def cost_event(counts: CostCounts) -> tuple[str, bool, str] | None:
         parts.append(f"{counts.handed_over} handed over to another policy")
     if counts.conflicts:
         parts.append(f"{counts.conflicts} left alone (another field manager owns them)")
+    if counts.overlaps:
+        parts.append(f"{counts.overlaps} left to another RebalancePolicy that orders them")
     if counts.skipped:
         parts.append(f"{counts.skipped} skipped (the pod changed since the scan)")
     if counts.failed:

@@ -25,8 +25,10 @@ ReplicaSet of a Deployment (or a ReplicaSet of its own) with hard spread constra
    the last scan's gets the order found then, without a simulation.
 
 Pods whose cost annotation another field manager owns (metadata.managedFields) are conflicts:
-their ReplicaSet is left alone, unless the policy takes over. StatefulSets, DaemonSets, Jobs,
-bare pods and other controllers are never given costs; they are listed with the reason.
+their ReplicaSet is left alone, unless the policy takes over. A ReplicaSet that another
+RebalancePolicy writing costs owns (cost_owner.py) is an overlap: left alone, and reported.
+StatefulSets, DaemonSets, Jobs, bare pods and other controllers are never given costs; they are
+listed with the reason.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Final
 
 from respread.analysis import Analysis, Members, WorkloadRef, workload_of
 from respread.cost_memo import CostMemo, Remembered, ScanKeys
+from respread.cost_owner import Ownership
 from respread.kernel import CountTable, SpreadRule
 from respread.model import Labels, Node, Phase, Pod
 from respread.policy import DeletionCostSettings
@@ -111,6 +114,7 @@ class OrderState(StrEnum):
     UNCHANGED = "Unchanged"  # the current costs already give the order: nothing to write
     CHANGES = "Changes"  # some pods need a new cost
     CONFLICT = "Conflict"  # another field manager owns a cost: left alone
+    OVERLAP = "Overlap"  # another RebalancePolicy orders these pods (cost_owner.py): left alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,7 @@ class ReplicaSetOrder:
     safe_steps: int  # removals, from the first, that keep every hard constraint within maxSkew
     state: OrderState
     message: str
+    owner: str | None = None  # Overlap: the RebalancePolicy that orders these pods
 
     @property
     def changed(self) -> tuple[PodCost, ...]:
@@ -160,6 +165,11 @@ class CostPlan:
     excluded: tuple[Excluded, ...]
     patches: tuple[PodCost, ...]  # the costs to write this scan, in order (bounded)
     deferred_patches: int  # changed costs left for later scans by maxPatchesPerScan
+
+    @property
+    def overlapping(self) -> tuple[ReplicaSetOrder, ...]:
+        """The ReplicaSets another RebalancePolicy orders: never written by this one."""
+        return tuple(o for o in self.orders if o.state is OrderState.OVERLAP)
 
 
 # --------------------------------------------------------------------------------------------
@@ -651,8 +661,10 @@ def _assembled(
     *,
     nodes: Mapping[str, Node],
     settings: DeletionCostSettings,
+    owner: str | None = None,
 ) -> ReplicaSetOrder:
-    """The order's costs, what changes and the message, for the pods as they are now."""
+    """The order's costs, what changes and the message, for the pods as they are now;
+    ``owner``: another RebalancePolicy that orders these pods (then nothing is written)."""
     keep, safe = found.kept, found.safe
     entries = []
     for rank, (position, ok) in enumerate(zip(found.order, safe, strict=True)):
@@ -673,7 +685,9 @@ def _assembled(
     prefix, _ = _quality(safe)
     conflicts = [e for e in entries if e.foreign]
     changed = [e for e in entries if e.changed]
-    if conflicts and changed and not settings.take_over:
+    if owner is not None:
+        state = OrderState.OVERLAP
+    elif conflicts and changed and not settings.take_over:
         state = OrderState.CONFLICT
     elif changed:
         state = OrderState.CHANGES
@@ -685,12 +699,18 @@ def _assembled(
         pods=tuple(entries),
         safe_steps=prefix,
         state=state,
-        message=_message(safe, state, conflicts, kept=keep),
+        message=_message(safe, state, conflicts, kept=keep, owner=owner),
+        owner=owner,
     )
 
 
 def _message(
-    safe: Sequence[bool], state: OrderState, conflicts: Sequence[PodCost], *, kept: bool
+    safe: Sequence[bool],
+    state: OrderState,
+    conflicts: Sequence[PodCost],
+    *,
+    kept: bool,
+    owner: str | None = None,
 ) -> str:
     total = len(safe)
     prefix, _ = _quality(safe)
@@ -707,7 +727,9 @@ def _message(
             f"no order found keeps every hard constraint within maxSkew past removal {prefix}"
             f" of {total}; past that, each removal leaves the fewest misplaced pods"
         )
-    if state is OrderState.CONFLICT:
+    if state is OrderState.OVERLAP:
+        tail = f"RebalancePolicy {owner} also writes costs here and orders these pods: left alone"
+    elif state is OrderState.CONFLICT:
         owners = sorted({m for c in conflicts for m in c.foreign})
         tail = (
             f"another field manager ({', '.join(owners)}) owns the cost of {len(conflicts)}"
@@ -729,12 +751,17 @@ def _exclusion(workload: WorkloadRef) -> str:
 
 
 def plan_costs(
-    analysis: Analysis, settings: DeletionCostSettings, memo: CostMemo | None = None
+    analysis: Analysis,
+    settings: DeletionCostSettings,
+    memo: CostMemo | None = None,
+    ownership: Ownership | None = None,
 ) -> CostPlan:
     """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write.
 
     ``memo``, kept by the caller from one scan to the next, reuses the orders of ReplicaSets
-    whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it."""
+    whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it.
+    ``ownership``: the other policies that write costs; a ReplicaSet one of them owns
+    (cost_owner.py) is reported as an overlap and never written (None: no other policy)."""
     index = analysis.index
     ordered: dict[WorkloadRef, bool] = {}
     excluded: dict[WorkloadRef, int] = defaultdict(int)
@@ -767,7 +794,15 @@ def plan_costs(
         found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
         memo.end_scan()
     orders = tuple(
-        _assembled(owners[key], key[1], pods, f, nodes=index.nodes, settings=settings)
+        _assembled(
+            owners[key],
+            key[1],
+            pods,
+            f,
+            nodes=index.nodes,
+            settings=settings,
+            owner=_other_owner(ownership, key[0], pods),
+        )
         for (key, pods), f in zip(in_order, found, strict=True)
     )
     patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
@@ -779,6 +814,13 @@ def plan_costs(
         patches=patches,
         deferred_patches=deferred,
     )
+
+
+def _other_owner(ownership: Ownership | None, namespace: str, pods: Sequence[Pod]) -> str | None:
+    if ownership is None:
+        return None
+    found = ownership.owner_of(namespace, pods)
+    return None if found == ownership.policy else found
 
 
 def _active(pods: Iterable[Pod]) -> Iterable[Pod]:

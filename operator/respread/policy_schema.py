@@ -491,13 +491,27 @@ SCHEMA: dict[str, Any] = {
                     "type": "array",
                 },
                 "deletionCost": {
-                    "description": "What the last scan did with pod-deletion-cost (spec.remediation.deletionCost): costs written, taken back (removed, or handed over to another policy that writes costs), left alone (conflicts: another field manager owns them), skipped (the pod changed since the scan), failed, left for later scans by maxPatchesPerScan, and the live pods whose cost this policy wrote (managed).",
+                    "description": "What the last scan did with pod-deletion-cost (spec.remediation.deletionCost): costs written, taken back (removed, or handed over to another policy that writes costs), left alone (conflicts: another field manager owns them; overlaps: another RebalancePolicy orders them, with at most 10 of those ReplicaSets in overlapping), skipped (the pod changed since the scan), failed, left for later scans by maxPatchesPerScan, and the live pods whose cost this policy wrote (managed).",
                     "properties": {
                         "conflicts": {"minimum": 0, "type": "integer"},
                         "failed": {"minimum": 0, "type": "integer"},
                         "handedOver": {"minimum": 0, "type": "integer"},
                         "leftForLaterScans": {"minimum": 0, "type": "integer"},
                         "managed": {"minimum": 0, "type": "integer"},
+                        "overlapping": {
+                            "items": {
+                                "properties": {
+                                    "namespace": {"maxLength": 63, "type": "string"},
+                                    "pods": {"minimum": 0, "type": "integer"},
+                                    "policy": {"maxLength": 253, "type": "string"},
+                                    "replicaSet": {"maxLength": 253, "type": "string"},
+                                },
+                                "type": "object",
+                            },
+                            "maxItems": 10,
+                            "type": "array",
+                        },
+                        "overlaps": {"minimum": 0, "type": "integer"},
                         "removed": {"minimum": 0, "type": "integer"},
                         "skipped": {"minimum": 0, "type": "integer"},
                         "written": {"minimum": 0, "type": "integer"},

@@ -146,7 +146,7 @@ def cost_entry(entry: PodCost) -> dict[str, Any]:
 
 
 def order_entry(order: ReplicaSetOrder) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "namespace": order.workload.namespace,
         "workload": {"kind": order.workload.kind, "name": order.workload.name},
         "replicaSet": order.replica_set,
@@ -158,6 +158,9 @@ def order_entry(order: ReplicaSetOrder) -> dict[str, Any]:
         "message": order.message,
         "order": [cost_entry(e) for e in order.pods],
     }
+    if order.owner is not None:
+        out["owner"] = order.owner
+    return out
 
 
 def excluded_entry(excluded: Excluded) -> dict[str, Any]:
@@ -192,6 +195,7 @@ def deletion_cost_section(costs: CostPlan | None) -> dict[str, Any]:
             for p in costs.patches
         ],
         "deferredPatches": costs.deferred_patches,
+        "overlaps": sum(len(o.pods) for o in costs.overlapping),
     }
 
 
@@ -514,6 +518,8 @@ def _deletion_cost_text(report: Mapping[str, Any]) -> list[str]:
             "removal(s) within maxSkew from the first"
         )
         out.append(f"  {o['message']}")
+        if o.get("owner"):
+            continue  # another policy's order: not this policy's to show
         rows = [["#", "POD", "NODE", "DOMAINS", "COST", "WITHIN MAXSKEW"]]
         for i, e in enumerate(o["order"][:ORDER_ROWS_SHOWN], 1):
             cost = (

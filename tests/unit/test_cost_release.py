@@ -21,7 +21,7 @@ from respread.cost_release import (
     respread_cost,
     tagged,
 )
-from respread.model import Labels, Namespace, Phase, Pod
+from respread.model import Labels, Namespace, Phase, Pod, PodSpec
 from respread.policy import (
     DEFAULT_POLICY,
     DeletionCostSettings,
@@ -31,7 +31,7 @@ from respread.policy import (
     Selection,
 )
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
-from tests.unit.builders import pod
+from tests.unit.builders import hard, pod, sel
 
 MINE = "p1"
 
@@ -152,8 +152,12 @@ def writer(
 def test_another_policy_covers_a_pod_when_it_writes_costs_in_its_namespace(
     others: list[RebalancePolicy], namespace: str, expected: str | None
 ) -> None:
-    covered_by = coverage(others, {"team": Namespace("team"), "default": Namespace("default")})
-    assert covered_by(costed("a", namespace=namespace)) == expected
+    namespaces = {"team": Namespace("team"), "default": Namespace("default")}
+    # a pod with a hard constraint: every policy covering its namespace would order it
+    spread = hard("topology.kubernetes.io/zone", sel(app="web"))
+    pod_ = replace(costed("a", namespace=namespace), spec=PodSpec(constraints=(spread,)))
+    covered_by = coverage(MINE, others, namespaces, [pod_])
+    assert covered_by(pod_) == expected
 
 
 @pytest.mark.parametrize(
@@ -213,12 +217,14 @@ def test_one_event_a_scan_only_when_something_was_written_or_taken_back(
 
 
 def test_the_status_fields() -> None:
-    counts = CostCounts(1, 2, 3, 4, 5, 6, 7, 8)
+    counts = CostCounts(1, 2, 3, 4, 9, 5, 6, 7, 8, (("ns", "web-1", 3, "a"),))
     assert cost_status(counts) == {
         "written": 1,
         "removed": 2,
         "handedOver": 3,
         "conflicts": 4,
+        "overlaps": 9,
+        "overlapping": [{"namespace": "ns", "replicaSet": "web-1", "pods": 3, "policy": "a"}],
         "skipped": 5,
         "failed": 6,
         "leftForLaterScans": 7,

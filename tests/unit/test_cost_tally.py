@@ -56,6 +56,12 @@ def releases(*names: str, deferred: int = 0) -> ReleasePlan:
             [w("a", CostResult.FAILED), w("b", CostResult.SKIPPED)],
             CostCounts(skipped=2, failed=1, managed=3),
         ),
+        (  # e was taken by policy q between the scan and the write: an overlap, not written
+            [w("e", CostResult.OVERLAP), w("d", CostResult.WRITTEN)],
+            None,
+            [],
+            CostCounts(written=1, overlaps=1, managed=4),
+        ),
     ],
 )
 def test_the_counts_of_a_scan(

@@ -23,6 +23,7 @@ from respread.cost_release import (
     finalizer_due,
     ordered_pods,
     plan_conflicts,
+    plan_overlaps,
     plan_releases,
     settled,
     tagged,
@@ -38,6 +39,7 @@ from respread.runtime.acting import Acting, always, check
 from respread.runtime.cache import ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.policy_events import tell_policy
+from respread.snapshot import COST_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ async def write_costs(
             cost=entry.desired,
             take_over=policy.remediation.deletion_cost.take_over,
             policy=policy.name,
+            seen_policy=entry.pod.annotations.get(COST_POLICY),
         )
         writes.append(_counted(policy, write))
     _summarise(policy, writes, "pod-deletion-cost", costs.deferred_patches)
@@ -153,12 +156,15 @@ def tally(
     gone = {(w.namespace, w.pod) for w in released if w.result in TAKEN_BACK}
     added = {(w.namespace, w.pod) for w in writes if w.result is CostResult.WRITTEN}
     done = [*writes, *released]
+    overlaps, overlapping = plan_overlaps(costs)
     return CostCounts(
         written=len(added),
         removed=sum(1 for w in released if w.result is CostResult.REMOVED),
         handed_over=sum(1 for w in released if w.result is CostResult.HANDED_OVER),
         conflicts=plan_conflicts(costs)
         + sum(1 for w in released if w.result is CostResult.UNTAGGED),
+        overlaps=overlaps + sum(1 for w in writes if w.result is CostResult.OVERLAP),
+        overlapping=overlapping,
         skipped=sum(1 for w in done if w.result is CostResult.SKIPPED),
         failed=sum(1 for w in done if w.result is CostResult.FAILED),
         left=(costs.deferred_patches if costs is not None else 0)
@@ -200,7 +206,7 @@ async def manage_costs(
         state.pods,
         policy.name,
         keep=ordered_pods(costs),
-        covered_by=coverage(others, namespaces),
+        covered_by=coverage(policy.name, others, namespaces, state.pods),
         cap=cap,
     )
     released = await release_costs(api, policy, releases, acting)
@@ -242,7 +248,7 @@ async def take_back(
         state.pods,
         policy.name,
         keep=frozenset(),
-        covered_by=coverage(others, namespaces),
+        covered_by=coverage(policy.name, others, namespaces, state.pods),
         cap=policy.remediation.deletion_cost.max_patches_per_scan,
     )
     released = await release_costs(api, policy, releases, acting)

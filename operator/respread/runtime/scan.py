@@ -15,6 +15,7 @@ from kubernetes import client
 from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
 from respread.changes import ViolationKey, change_events, changes
 from respread.collector import gc_paused
+from respread.cost_owner import Ownership
 from respread.cost_release import (
     NOT_DELETING,
     CostCounts,
@@ -77,15 +78,24 @@ def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRe
 
 
 def compute(
-    state: ClusterState, policy: RebalancePolicy, memory: PolicyMemory, now: float
+    state: ClusterState,
+    policy: RebalancePolicy,
+    memory: PolicyMemory,
+    now: float,
+    others: Sequence[RebalancePolicy] = (),
 ) -> Computed:
-    """The pure part of a scan (run in a worker thread: it is CPU-bound)."""
+    """The pure part of a scan (run in a worker thread: it is CPU-bound). ``others``: the
+    other policies not being deleted (which of them orders a ReplicaSet's costs)."""
     with gc_paused():
-        return _compute(state, policy, memory, now)
+        return _compute(state, policy, memory, now, others)
 
 
 def _compute(
-    state: ClusterState, policy: RebalancePolicy, memory: PolicyMemory, now: float
+    state: ClusterState,
+    policy: RebalancePolicy,
+    memory: PolicyMemory,
+    now: float,
+    others: Sequence[RebalancePolicy],
 ) -> Computed:
     analysis = analyze(state, policy)
     memory.review(analysis, now, policy.eviction.cooldown)
@@ -98,7 +108,10 @@ def _compute(
     surge = plan_surges(analysis, result, policy, now)
     result = defer_surged(result, surge.busy)
     settings = policy.remediation.deletion_cost
-    ordered = plan_costs(analysis, settings, memory.cost_memo) if settings.enabled else None
+    ownership = Ownership.of(policy.name, others, {n.name: n for n in state.namespaces})
+    ordered = (
+        plan_costs(analysis, settings, memory.cost_memo, ownership) if settings.enabled else None
+    )
     costs = hold_costs(ordered, surge.busy)
     report = build_report(analysis, result, policy, memory.previous, costs=costs, surge=surge)
     known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
@@ -254,7 +267,7 @@ async def run_scan(
             )
             return True
         state = cache.snapshot()
-        computed = await asyncio.to_thread(compute, state, policy, memory, now)
+        computed = await asyncio.to_thread(compute, state, policy, memory, now, others)
         executions: list[Execution] = []
         if policy.mode is Mode.ENFORCE and computed.plan.moves:
             pods = {(p.namespace, p.name): p for p in cache.snapshot().pods}

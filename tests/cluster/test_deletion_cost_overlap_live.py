@@ -1,0 +1,171 @@
+"""Two policies writing pod-deletion-costs over one Deployment, on the real control plane.
+
+`respread run` as deploy/'s service account scans both every 10 s. The policy that named the
+pods first keeps them (cost_owner.py). The other policy, first by name and with different
+settings (`maxPatchesPerScan`, `whenUnsatisfiable`, `takeOver`), reports the overlap and never
+patches a pod. The audit log counts the patches over several scans of both policies. New pods
+from a scale-up go to the owner.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kube_harness import AuditLog, ControlPlane
+from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    FakeNodes,
+    list_pods,
+    scanned_after,
+    spread_deployment,
+    status_of,
+    wait_for,
+    wait_pods_ready,
+)
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
+
+pytestmark = pytest.mark.cluster
+pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
+
+OPERATOR_USER = "system:serviceaccount:respread-system:respread"
+
+
+def policy_body(name: str, namespace: str, **deletion_cost: Any) -> dict[str, Any]:
+    when = deletion_cost.pop("when", ["DoNotSchedule"])
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "RebalancePolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "mode": "Enforce",
+            "schedule": {"interval": "10s"},
+            "selector": {"namespaces": {"include": [namespace]}},
+            "constraints": {"whenUnsatisfiable": when},
+            "remediation": {"evict": False, "deletionCost": {"enabled": True, **deletion_cost}},
+        },
+    }
+
+
+def pod_patches(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:
+    """The operator's pod patches in the namespace since the mark, as the API server logged
+    them (with their request bodies)."""
+    return [
+        e
+        for e in audit.events(since)
+        if e.get("stage") == "ResponseComplete"
+        and (e.get("user") or {}).get("username") == OPERATOR_USER
+        and e.get("verb") == "patch"
+        and (e.get("objectRef") or {}).get("resource") == "pods"
+        and (e.get("objectRef") or {}).get("namespace") == namespace
+    ]
+
+
+def named_in(patch: dict[str, Any]) -> str | None:
+    body = patch.get("requestObject") or {}
+    value = ((body.get("metadata") or {}).get("annotations") or {}).get(COST_POLICY)
+    return value if isinstance(value, str) else None
+
+
+def costed_by(core: client.CoreV1Api, namespace: str, policy: str, count: int) -> bool:
+    pods = list_pods(core, namespace, "app=web")
+    return len(pods) == count and all(
+        (p.metadata.annotations or {}).get(COST_POLICY) == policy
+        and (p.metadata.annotations or {}).get(COST_WRITTEN)
+        == (p.metadata.annotations or {}).get(DELETION_COST)
+        for p in pods
+    )
+
+
+def scans(custom: client.CustomObjectsApi, names: list[str], count: int) -> dict[str, Any]:
+    """Wait until each policy has scanned `count` more times; the last statuses."""
+    last: dict[str, Any] = {}
+    for _ in range(count):
+        since = time.time()
+        for name in names:
+            last[name] = wait_for(partial(scanned_after, custom, name, since), 60, f"{name} scan")
+    return last
+
+
+def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
+    try:
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
+    e2e_cluster: ControlPlane,
+    operator: Path,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    audit_log: AuditLog,
+) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 6, node_selector=fake_nodes.node_selector)
+    )
+    wait_pods_ready(core_v1, namespace, "app=web", 6)
+    owner, other = f"b-{namespace}", f"a-{namespace}"  # the other is first by name
+    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(owner, namespace))
+    try:
+        wait_for(partial(costed_by, core_v1, namespace, owner, 6), 90, "the owner's costs", 0.5)
+        custom.create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            PLURAL,
+            policy_body(
+                other,
+                namespace,
+                maxPatchesPerScan=1,
+                takeOver=True,
+                when=["DoNotSchedule", "ScheduleAnyway"],
+            ),
+        )
+        mark = audit_log.mark()
+        statuses = scans(custom, [owner, other], 3)
+        patches = pod_patches(audit_log, mark, namespace)
+        print(f"pod patches over 3 scans of both policies: {len(patches)}")
+        assert patches == [], [named_in(p) for p in patches]
+        assert costed_by(core_v1, namespace, owner, 6)
+        overlap = statuses[other]["deletionCost"]
+        assert overlap["overlaps"] == 6, overlap
+        (example,) = overlap["overlapping"]
+        assert example["policy"] == owner and example["pods"] == 6, example
+        assert statuses[owner]["deletionCost"]["overlaps"] == 0, statuses[owner]
+        assert statuses[owner]["deletionCost"]["managed"] == 6, statuses[owner]
+
+        # a scale-up: the new pods carry no name; the owner of their ReplicaSet writes them
+        mark = audit_log.mark()
+        apps_v1.patch_namespaced_deployment_scale(
+            namespace=namespace, name="web", body={"spec": {"replicas": 9}}
+        )
+        wait_pods_ready(core_v1, namespace, "app=web", 9)
+        wait_for(partial(costed_by, core_v1, namespace, owner, 9), 90, "the new pods' costs", 0.5)
+        written = pod_patches(audit_log, mark, namespace)
+        print(
+            f"pod patches after the scale-up: {len(written)}, naming {set(map(named_in, written))}"
+        )
+        assert written and {named_in(p) for p in written} == {owner}
+        mark = audit_log.mark()
+        statuses = scans(custom, [owner, other], 3)
+        assert pod_patches(audit_log, mark, namespace) == []
+        assert statuses[other]["deletionCost"]["overlaps"] == 9
+        assert status_of(custom, other)["deletionCost"]["written"] == 0
+        assert "Traceback" not in operator.read_text(errors="replace")
+    finally:
+        delete_policy(custom, other)
+        delete_policy(custom, owner)
