@@ -60,7 +60,7 @@ def costed(
     ("pod_", "ours"),
     [
         (costed("a"), True),
-        (costed("a", cost=" 3"), True),  # read as the controller reads it
+        (costed("a", cost=" 3"), False),  # the controller reads it as invalid (0), not 3
         (costed("a", cost="4"), False),  # changed since respread wrote 3
         (costed("a", managers=("respread", "kubectl")), False),  # shared ownership
         (costed("a", managers=("kubectl",)), False),  # another manager set it
