@@ -309,3 +309,12 @@ def create_namespace(core: client.CoreV1Api, name: str) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
+
+
+def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
+    """Delete a RebalancePolicy; one already gone is fine."""
+    try:
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    except ApiException as err:
+        if err.status != 404:
+            raise

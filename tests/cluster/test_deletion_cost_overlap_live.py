@@ -18,9 +18,11 @@ import pytest
 from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
     GROUP,
+    OPERATOR_USER,
     PLURAL,
     VERSION,
     FakeNodes,
+    delete_policy,
     list_pods,
     scanned_after,
     spread_deployment,
@@ -29,14 +31,11 @@ from kube_helpers import (
     wait_pods_ready,
 )
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
-
-OPERATOR_USER = "system:serviceaccount:respread-system:respread"
 
 
 def policy_body(name: str, namespace: str, **deletion_cost: Any) -> dict[str, Any]:
@@ -93,14 +92,6 @@ def scans(custom: client.CustomObjectsApi, names: list[str], count: int) -> dict
         for name in names:
             last[name] = wait_for(partial(scanned_after, custom, name, since), 60, f"{name} scan")
     return last
-
-
-def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
-    try:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
 
 
 def test_two_policies_over_one_deployment_one_owner_and_no_flapping(

@@ -25,6 +25,7 @@ from kube_helpers import (
     PLURAL,
     VERSION,
     FakeNodes,
+    delete_policy,
     list_pods,
     scanned_after,
     spread_deployment,
@@ -134,14 +135,6 @@ def set_namespaces(custom: client.CustomObjectsApi, name: str, include: list[str
     custom.patch_cluster_custom_object(
         GROUP, VERSION, PLURAL, name, {"spec": {"selector": {"namespaces": {"include": include}}}}
     )
-
-
-def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
-    try:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
 
 
 def web(
