@@ -224,6 +224,29 @@ def violating_nodes(
     return out
 
 
+def _outside_counts(
+    index: SpreadIndex,
+    members: Members,
+    key: str,
+    table: CountTable,
+    bad: Mapping[str, FilterStatus],
+) -> Counter[str]:
+    """Misplaced members on nodes that have the key but that the constraint's inclusion
+    policies leave out of the counts, per domain. The Filter judges such a pod as if it were
+    one more pod of its domain (count + 1 - min), so, for the fewest moves, it stands in its
+    domain like a counted pod: it must move, or its domain must drain (a lower bound, exact
+    but where its domain is the emptiest)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, status in bad.items():
+        if status is FilterStatus.UNRESOLVABLE or node_name in space.node_domain:
+            continue
+        value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(members.by_node[node_name])
+    return out
+
+
 def minimum_moves(
     counts: list[int], max_skew: int, min_domains: int, arriving: int = 0
 ) -> int | None:
@@ -280,10 +303,12 @@ def analyze(
                 domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
             if violating:
-                counts = [table.get(d) for d in domains]
                 if index.counts_pod(c.selector, m.labels):
+                    outside = _outside_counts(index, m, c.key, table, bad)
+                    counts = [table.get(d) + outside.get(d, 0) for d in domains]
                     moves = minimum_moves(counts, c.max_skew, c.min_domains, unresolvable)
                 else:  # moving them changes no count
+                    counts = [table.get(d) for d in domains]
                     moves = minimum_moves(counts, c.max_skew, c.min_domains)
                     moves = None if moves is None else moves + unresolvable
             groups.append(
