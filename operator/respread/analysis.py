@@ -247,6 +247,64 @@ def _outside_counts(
     return out
 
 
+def _members_by_domain(
+    index: SpreadIndex, members: Members, key: str, table: CountTable, counted: bool
+) -> Counter[str]:
+    """The members per eligible domain that must pass there: in the counts when their
+    selector counts them, else on any node of the domain (the Filter reads the domain's
+    count for them wherever they sit)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, pods in members.by_node.items():
+        if counted:
+            value = space.node_domain.get(node_name)
+        else:
+            value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(pods)
+    return out
+
+
+def group_moves(
+    counts: list[int],
+    members: list[int],
+    max_skew: int,
+    min_domains: int,
+    arriving: int = 0,
+    *,
+    counted: bool = True,
+) -> int | None:
+    """The fewest moves that let every member of a group pass one constraint (a lower bound
+    where the counts hold pods that are not the group's; exact, ``minimum_moves``, where they
+    hold nothing else). None when moves cannot fix it.
+
+    ``members``: per domain, the group's pods that must pass there (in ``counts`` when
+    ``counted``). Only a domain holding members must end within maxSkew of the minimum: one
+    over it costs the fewer of its excess and its members (they may all leave instead);
+    ``arriving`` members must move whatever happens, and fill emptier domains when counted.
+    """
+    if counted and members == counts:
+        return minimum_moves(counts, max_skew, min_domains, arriving)
+    domains = len(counts)
+    if domains == 0:
+        return None
+    if domains < min_domains:  # the global minimum is 0
+        if counted and sum(members) + arriving > max_skew * domains:
+            return None
+        over = sum(
+            min(c - max_skew, m) for c, m in zip(counts, members, strict=True) if m and c > max_skew
+        )
+        return arriving + over
+    best: int | None = None
+    for low in range(max(counts) + arriving + 1):  # the final global minimum
+        high = low + max_skew
+        out = sum(min(c - high, m) for c, m in zip(counts, members, strict=True) if m and c > high)
+        into = sum(low - c for c in counts if c < low)
+        cost = arriving + max(out, into - arriving if counted else into)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
 def minimum_moves(
     counts: list[int], max_skew: int, min_domains: int, arriving: int = 0
 ) -> int | None:
@@ -303,14 +361,17 @@ def analyze(
                 domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
             if violating:
-                if index.counts_pod(c.selector, m.labels):
-                    outside = _outside_counts(index, m, c.key, table, bad)
-                    counts = [table.get(d) + outside.get(d, 0) for d in domains]
-                    moves = minimum_moves(counts, c.max_skew, c.min_domains, unresolvable)
-                else:  # moving them changes no count
-                    counts = [table.get(d) for d in domains]
-                    moves = minimum_moves(counts, c.max_skew, c.min_domains)
-                    moves = None if moves is None else moves + unresolvable
+                counted = index.counts_pod(c.selector, m.labels)
+                own = _members_by_domain(index, m, c.key, table, counted)
+                outside = _outside_counts(index, m, c.key, table, bad) if counted else Counter()
+                moves = group_moves(
+                    [table.get(d) + outside.get(d, 0) for d in domains],
+                    [own.get(d, 0) + outside.get(d, 0) for d in domains],
+                    c.max_skew,
+                    c.min_domains,
+                    unresolvable,
+                    counted=counted,
+                )
             groups.append(
                 Group(
                     members=m,

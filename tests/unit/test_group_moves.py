@@ -1,16 +1,19 @@
-"""minimumMoves for a pod on a node that the constraint's inclusion policies leave out.
+"""A violated group's minimumMoves, as the wide generator (test_optimum_wide.py) found it wrong.
 
-Found by the wide generator (test_optimum_wide.py): a pod pinned to ssd nodes sat on a node
-without the ssd label. Under nodeAffinityPolicy Honor that node is not in the counts, yet the
-Filter judges the pod there as one more pod of its domain (count + 1 - min, spread-semantics.md
-section 5): misplaced at a skew of exactly maxSkew, and the report said it needed 0 moves.
+- A pod pinned to ssd nodes sat on a node without the ssd label. Under nodeAffinityPolicy
+  Honor that node is not in the counts, yet the Filter judges the pod there as one more pod of
+  its domain (count + 1 - min, spread-semantics.md section 5): misplaced at a skew of exactly
+  maxSkew, and the report said it needed 0 moves.
+- Where the selector counts other workloads' pods, only the group's own pods must pass: the
+  report said "at least 2 move(s)" of a group whose plan (the optimum) made 1, having brought
+  every counted pod within maxSkew.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from respread.analysis import analyze, minimum_moves
+from respread.analysis import analyze, group_moves, minimum_moves
 from respread.model import OwnerRef, Policy
 from respread.planner import plan
 from respread.policy import EvictionSettings, RebalancePolicy, Selection
@@ -70,3 +73,34 @@ def test_a_pod_outside_the_counts_needs_a_move(
 def test_the_bound_counts_the_outside_pod_in_its_domain() -> None:
     assert minimum_moves([1, 0], 1, 1) == 0  # the counts alone: nothing to do
     assert minimum_moves([2, 0], 1, 1) == 1  # with the pod outside them, in zone a
+
+
+@pytest.mark.parametrize(
+    ("counts", "members", "skew", "min_domains", "arriving", "counted", "moves"),
+    [
+        # the group's pods alone: the exact minimum
+        ([3, 0], [3, 0], 1, 1, 0, True, 1),
+        ([4, 0, 0], [4, 0, 0], 1, 1, 0, True, 2),
+        # one own pod among other workloads' three on h0: it alone moves
+        ([3, 0, 0, 0], [1, 0, 0, 0], 1, 1, 0, True, 1),
+        # other workloads crowd a domain the group has left: nothing to move there
+        ([5, 0, 1], [0, 0, 1], 1, 1, 0, True, 0),
+        # not counted by its own selector, on a node without the key: it moves, once
+        ([1, 2, 0], [0, 0, 0], 1, 3, 1, False, 1),
+        # not counted, in a domain 2 over: it leaves (1) rather than 2 pods being moved
+        ([3, 0], [1, 0], 1, 1, 0, False, 1),
+        # minDomains above the domains: the group's pods alone exceed maxSkew x domains
+        ([3, 1], [2, 1], 1, 3, 0, True, None),
+        ([3, 0], [1, 0], 1, 3, 0, True, 1),
+    ],
+)
+def test_the_fewest_moves_for_a_group(
+    counts: list[int],
+    members: list[int],
+    skew: int,
+    min_domains: int,
+    arriving: int,
+    counted: bool,
+    moves: int | None,
+) -> None:
+    assert group_moves(counts, members, skew, min_domains, arriving, counted=counted) == moves

@@ -83,6 +83,8 @@ def test_the_plan_is_the_optimum(
     assert result.method == "exact"
     assert misplaced(state.nodes, apply_moves(state, evictions).pods) == []
     assert fewest_evictions(state, POLICY, len(state.pods)) == optimum == len(evictions)
+    for o in result.outcomes:  # the report's "at least N move(s)"
+        assert o.group.minimum_moves is not None and 1 <= o.group.minimum_moves <= optimum
     monkeypatch.setattr(planner, "EXACT_MOVABLE", 0)  # greedy alone: more, or not fixable
     greedy = plan(analyze(state, POLICY), POLICY)
     assert len(greedy.moves + greedy.deferred) > optimum or not all(
