@@ -4,18 +4,19 @@ test_optimum.py draws ReplicaSets with zone and hostname constraints. This one d
 one does not: several constraints per pod mixing DoNotSchedule and ScheduleAnyway, maxSkew up
 to 3, minDomains above the domain count, nodeAffinityPolicy and nodeTaintsPolicy (Honor and
 Ignore) over tainted, cordoned and affinity-excluded nodes, matchLabelKeys over a rollout's two
-versions, nil selectors, selectors that count other workloads' pods (some of them with no
-constraint of their own, so never misplaced and never moved), pods in another namespace,
-StatefulSet, DaemonSet, bare, terminating and finished pods, nodes sharing a hostname value,
-full nodes, and budgets given by minAvailable or maxUnavailable (ints and percents) whose status
-is what the disruption controller would write.
+versions, nil and `{}` selectors, selectors that count other workloads' pods (some of them
+with no constraint of their own, so never misplaced and never moved), pods in another
+namespace, StatefulSet, DaemonSet, bare, terminating, finished and pending pods, nodes sharing
+a hostname value, full nodes (a pod limit, or CPU requests against allocatable), and budgets
+given by minAvailable or maxUnavailable (ints and percents) whose status is what the
+disruption controller would write.
 
 The property: replayed, the plan (this run's evictions and the deferred ones) leaves no
 misplaced pod when it predicts so, with the fewest evictions that do; it never calls a
 violation not fixable when some set of evictions fixes every one; no group without a misplaced
 pod gets one; no violated group ends further beyond its maxSkew; and each violated group's
-report holds up (a positive skew above maxSkew or a pod on a node without the key, and a
-minimum of at least one move).
+report holds up (a skew above maxSkew, or a pod on a node without the key or outside the
+counts, and a minimum of at least one move, and no more than the plan makes).
 
 ``RESPREAD_WIDE_EXAMPLES=N`` runs N examples instead of the CI count.
 """
@@ -45,6 +46,7 @@ from respread.model import (
     PodSpec,
     Policy,
     Requirement,
+    Resources,
     SpreadConstraint,
     Taint,
     Toleration,
@@ -96,6 +98,9 @@ def _nodes(draw: st.DrawFn) -> tuple[Node, ...]:
                 taints=taints,
                 unschedulable=draw(st.integers(0, 7)) == 0,
                 max_pods=draw(st.sampled_from([None, None, 1, 2, 3])),
+                allocatable=draw(
+                    st.sampled_from([None, None, Resources(cpu=1000, memory=1 << 30)])
+                ),
             )
         )
     return tuple(nodes)
@@ -110,6 +115,7 @@ def _selectors(app: str, tier: str) -> st.SearchStrategy[LabelSelector | None]:
             LabelSelector((Requirement("app", Op.EXISTS),)),  # counts every pod
             LabelSelector((Requirement("app", Op.NOT_IN, (app,)),)),  # counts others, not itself
             None,  # counts nothing: only the key matters
+            LabelSelector(()),  # `{}`: counts nothing either (spread-semantics.md 2.4)
         ]
     )
 
@@ -158,6 +164,7 @@ def _workload_spec(draw: st.DrawFn, app: str, tier: str) -> PodSpec:
         constraints=tuple(constraints),
         affinity=draw(st.sampled_from(_AFFINITIES)),
         tolerations=tolerations,
+        requests=Resources(cpu=draw(st.sampled_from([0, 0, 400, 600]))),
     )
 
 
@@ -184,15 +191,17 @@ def wide_clusters(draw: st.DrawFn) -> ClusterState:
         for i in range(count):
             version = "2" if rollout and i % 2 else "1"
             owner = None if kind == "bare" else OwnerRef(kind, f"{app}-{version}")
-            state = draw(st.sampled_from(["live"] * 8 + ["terminating", "finished"]))
+            state = draw(st.sampled_from(["live"] * 8 + ["terminating", "finished", "pending"]))
             pods.append(
                 Pod(
                     "default",
                     f"{app}-{i}",
                     Labels({"app": app, "tier": tier, "version": version}),
                     spec,
-                    node_name=names[draw(st.integers(0, crowd))],
-                    phase=Phase.SUCCEEDED if state == "finished" else Phase.RUNNING,
+                    node_name=None if state == "pending" else names[draw(st.integers(0, crowd))],
+                    phase={"finished": Phase.SUCCEEDED, "pending": Phase.PENDING}.get(
+                        state, Phase.RUNNING
+                    ),
                     terminating=state == "terminating",
                     owner=owner,
                     created=float(i),
@@ -273,6 +282,9 @@ def check(state: ClusterState) -> Plan:
         assert misplaced(after_state.nodes, after_state.pods) == [], why
         optimum = fewest_evictions(state, POLICY, len(evictions))
         assert optimum == len(evictions), f"optimum {optimum}\n{why}"
+        for o in result.outcomes:  # "fixable by eviction (at least N move(s))"
+            least = o.group.minimum_moves
+            assert least is not None and least <= optimum, f"minimumMoves {least}\n{why}"
     else:
         optimum = fewest_evictions(state, POLICY, len(state.pods))
         assert optimum is None, f"optimum {optimum}\n{why}"
