@@ -18,7 +18,8 @@ pod gets one; no violated group ends further beyond its maxSkew; and each violat
 report holds up (a skew above maxSkew, or a pod on a node without the key or outside the
 counts, and a minimum of at least one move, and no more than the plan makes).
 
-``RESPREAD_WIDE_EXAMPLES=N`` runs N examples of each test instead of 300.
+``RESPREAD_WIDE_EXAMPLES=N`` runs N examples of each test instead of 300;
+``RESPREAD_WIDE_PODS=N`` draws up to N pods instead of 7 (and up to 4 workloads above 7).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ from tests.unit.brute_force import describe, fewest_evictions, misplaced
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
-MAX_PODS = 7  # movable or not: the brute force explores every set of evictions
+# pods in all, movable or not: the brute force explores every set of evictions
+MAX_PODS = int(os.environ.get("RESPREAD_WIDE_PODS", "7"))
 
 POLICY = RebalancePolicy(
     selection=Selection(exclude_namespaces=frozenset()),
@@ -180,7 +182,7 @@ def wide_clusters(draw: st.DrawFn) -> ClusterState:
     names = [n.name for n in nodes]
     pods: list[Pod] = []
     room = MAX_PODS
-    for w in range(draw(st.integers(1, 3))):
+    for w in range(draw(st.integers(1, 3 if MAX_PODS <= 7 else 4))):
         if room <= 0:
             break
         count = draw(st.integers(1, min(4, room)))
