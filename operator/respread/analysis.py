@@ -66,7 +66,10 @@ class Group:
     skew: int
     violating: int  # member pods the scheduler would not place where they are
     unresolvable: int  # of those, pods on nodes lacking a topology key
-    minimum_moves: int | None  # exact, for this constraint alone; None: moves cannot fix it
+    minimum_moves: int | None  # the fewest moves for this constraint alone; None: none can fix it
+    # of the misplaced, pods on nodes the inclusion policies leave out of the counts (judged as
+    # one more pod of their domain: misplaced there at a skew of maxSkew)
+    outside: int = 0
 
     @property
     def constraint(self) -> EffectiveConstraint:
@@ -360,10 +363,12 @@ def analyze(
             if domains is None:
                 domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
+            outside: Counter[str] = Counter()
             if violating:
                 counted = index.counts_pod(c.selector, m.labels)
                 own = _members_by_domain(index, m, c.key, table, counted)
-                outside = _outside_counts(index, m, c.key, table, bad) if counted else Counter()
+                if counted:
+                    outside = _outside_counts(index, m, c.key, table, bad)
                 moves = group_moves(
                     [table.get(d) + outside.get(d, 0) for d in domains],
                     [own.get(d, 0) + outside.get(d, 0) for d in domains],
@@ -383,6 +388,7 @@ def analyze(
                     violating=violating,
                     unresolvable=unresolvable,
                     minimum_moves=moves,
+                    outside=sum(outside.values()),
                 )
             )
     return Analysis(index, members, tuple(groups), len(state.pods), skipped)

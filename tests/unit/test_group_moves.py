@@ -17,6 +17,7 @@ from respread.analysis import analyze, group_moves, minimum_moves
 from respread.model import OwnerRef, Policy
 from respread.planner import plan
 from respread.policy import EvictionSettings, RebalancePolicy, Selection
+from respread.report import build_report, render_text
 from tests.unit.builders import hard, node, pod, sel, state
 
 ZONE = "zone"
@@ -65,6 +66,7 @@ def test_a_pod_outside_the_counts_needs_a_move(
     analysis = analyze(cluster, POLICY)  # type: ignore[arg-type]
     (group,) = analysis.violations
     assert group.minimum_moves == moves
+    assert group.outside == (0 if affinity is Policy.IGNORE else 1)
     result = plan(analysis, POLICY)
     assert all(o.fixable for o in result.outcomes)
     assert len(result.moves) == moves
@@ -104,3 +106,11 @@ def test_the_fewest_moves_for_a_group(
     moves: int | None,
 ) -> None:
     assert group_moves(counts, members, skew, min_domains, arriving, counted=counted) == moves
+
+
+def test_the_report_says_why_a_pod_within_max_skew_is_misplaced() -> None:
+    cluster = _cluster(None, 1)
+    analysis = analyze(cluster, POLICY)  # type: ignore[arg-type]
+    text = render_text(build_report(analysis, plan(analysis, POLICY), POLICY))
+    assert "skew 1 <= maxSkew 1" in text
+    assert "1 of 2 pods misplaced, 1 on nodes its inclusion policies leave out" in text
