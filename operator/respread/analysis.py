@@ -10,7 +10,7 @@ counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is repo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -269,40 +269,42 @@ def _members_by_domain(
 
 
 def group_moves(
-    counts: list[int],
-    members: list[int],
+    counts: Mapping[str, int],
+    members: Mapping[str, int],
+    domains: Sequence[str],
     max_skew: int,
     min_domains: int,
-    arriving: int = 0,
     *,
+    arriving: int = 0,
     counted: bool = True,
 ) -> int | None:
     """The fewest moves that let every member of a group pass one constraint (a lower bound
     where the counts hold pods that are not the group's; exact, ``minimum_moves``, where they
     hold nothing else). None when moves cannot fix it.
 
-    ``members``: per domain, the group's pods that must pass there (in ``counts`` when
+    ``counts`` and ``members`` are sparse over the eligible ``domains`` (absent: 0).
+    ``members``: the group's pods that must pass in each domain (in ``counts`` when
     ``counted``). Only a domain holding members must end within maxSkew of the minimum: one
     over it costs the fewer of its excess and its members (they may all leave instead);
     ``arriving`` members must move whatever happens, and fill emptier domains when counted.
     """
-    if counted and members == counts:
-        return minimum_moves(counts, max_skew, min_domains, arriving)
-    domains = len(counts)
-    if domains == 0:
+    held = {d: n for d, n in counts.items() if n}
+    must = {d: n for d, n in members.items() if n}
+    if counted and must == held:
+        return minimum_moves([held.get(d, 0) for d in domains], max_skew, min_domains, arriving)
+    if not domains:
         return None
-    if domains < min_domains:  # the global minimum is 0
-        if counted and sum(members) + arriving > max_skew * domains:
+    pairs = [(held.get(d, 0), m) for d, m in must.items()]
+    if len(domains) < min_domains:  # the global minimum is 0
+        if counted and sum(must.values()) + arriving > max_skew * len(domains):
             return None
-        over = sum(
-            min(c - max_skew, m) for c, m in zip(counts, members, strict=True) if m and c > max_skew
-        )
-        return arriving + over
+        return arriving + sum(min(c - max_skew, m) for c, m in pairs if c > max_skew)
+    empty = len(domains) - len(held)  # eligible domains holding none
     best: int | None = None
-    for low in range(max(counts) + arriving + 1):  # the final global minimum
+    for low in range(max(held.values(), default=0) + arriving + 1):  # the final minimum
         high = low + max_skew
-        out = sum(min(c - high, m) for c, m in zip(counts, members, strict=True) if m and c > high)
-        into = sum(low - c for c in counts if c < low)
+        out = sum(min(c - high, m) for c, m in pairs if c > high)
+        into = low * empty + sum(low - c for c in held.values() if c < low)
         cost = arriving + max(out, into - arriving if counted else into)
         best = cost if best is None else min(best, cost)
     return best
@@ -370,11 +372,12 @@ def analyze(
                 if counted:
                     outside = _outside_counts(index, m, c.key, table, bad)
                 moves = group_moves(
-                    [table.get(d) + outside.get(d, 0) for d in domains],
-                    [own.get(d, 0) + outside.get(d, 0) for d in domains],
+                    Counter(table.counts) + outside if outside else table.counts,
+                    own + outside,
+                    domains,
                     c.max_skew,
                     c.min_domains,
-                    unresolvable,
+                    arriving=unresolvable,
                     counted=counted,
                 )
             groups.append(

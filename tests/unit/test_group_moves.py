@@ -105,7 +105,11 @@ def test_the_fewest_moves_for_a_group(
     counted: bool,
     moves: int | None,
 ) -> None:
-    assert group_moves(counts, members, skew, min_domains, arriving, counted=counted) == moves
+    domains = [f"d{i}" for i in range(len(counts))]
+    sparse = dict(zip(domains, counts, strict=True))
+    own = dict(zip(domains, members, strict=True))
+    found = group_moves(sparse, own, domains, skew, min_domains, arriving=arriving, counted=counted)
+    assert found == moves
 
 
 def test_the_report_says_why_a_pod_within_max_skew_is_misplaced() -> None:
