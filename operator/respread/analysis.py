@@ -10,7 +10,7 @@ counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is repo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -66,7 +66,10 @@ class Group:
     skew: int
     violating: int  # member pods the scheduler would not place where they are
     unresolvable: int  # of those, pods on nodes lacking a topology key
-    minimum_moves: int | None  # exact, for this constraint alone; None: moves cannot fix it
+    minimum_moves: int | None  # the fewest moves for this constraint alone; None: none can fix it
+    # of the misplaced, pods on nodes the inclusion policies leave out of the counts (judged as
+    # one more pod of their domain: misplaced there at a skew of maxSkew)
+    outside: int = 0
 
     @property
     def constraint(self) -> EffectiveConstraint:
@@ -224,6 +227,89 @@ def violating_nodes(
     return out
 
 
+def _outside_counts(
+    index: SpreadIndex,
+    members: Members,
+    key: str,
+    table: CountTable,
+    bad: Mapping[str, FilterStatus],
+) -> Counter[str]:
+    """Misplaced members on nodes that have the key but that the constraint's inclusion
+    policies leave out of the counts, per domain. The Filter judges such a pod as if it were
+    one more pod of its domain (count + 1 - min), so, for the fewest moves, it stands in its
+    domain like a counted pod: it must move, or its domain must drain (a lower bound, exact
+    but where its domain is the emptiest)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, status in bad.items():
+        if status is FilterStatus.UNRESOLVABLE or node_name in space.node_domain:
+            continue
+        value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(members.by_node[node_name])
+    return out
+
+
+def _members_by_domain(
+    index: SpreadIndex, members: Members, key: str, table: CountTable, counted: bool
+) -> Counter[str]:
+    """The members per eligible domain that must pass there: in the counts when their
+    selector counts them, else on any node of the domain (the Filter reads the domain's
+    count for them wherever they sit)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, pods in members.by_node.items():
+        if counted:
+            value = space.node_domain.get(node_name)
+        else:
+            value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(pods)
+    return out
+
+
+def group_moves(
+    counts: Mapping[str, int],
+    members: Mapping[str, int],
+    domains: Sequence[str],
+    max_skew: int,
+    min_domains: int,
+    *,
+    arriving: int = 0,
+    counted: bool = True,
+) -> int | None:
+    """The fewest moves that let every member of a group pass one constraint (a lower bound
+    where the counts hold pods that are not the group's; exact, ``minimum_moves``, where they
+    hold nothing else). None when moves cannot fix it.
+
+    ``counts`` and ``members`` are sparse over the eligible ``domains`` (absent: 0).
+    ``members``: the group's pods that must pass in each domain (in ``counts`` when
+    ``counted``). Only a domain holding members must end within maxSkew of the minimum: one
+    over it costs the fewer of its excess and its members (they may all leave instead);
+    ``arriving`` members must move whatever happens, and fill emptier domains when counted.
+    """
+    held = {d: n for d, n in counts.items() if n}
+    must = {d: n for d, n in members.items() if n}
+    if counted and must == held:
+        return minimum_moves([held.get(d, 0) for d in domains], max_skew, min_domains, arriving)
+    if not domains:
+        return None
+    pairs = [(held.get(d, 0), m) for d, m in must.items()]
+    if len(domains) < min_domains:  # the global minimum is 0
+        if counted and sum(must.values()) + arriving > max_skew * len(domains):
+            return None
+        return arriving + sum(min(c - max_skew, m) for c, m in pairs if c > max_skew)
+    empty = len(domains) - len(held)  # eligible domains holding none
+    best: int | None = None
+    for low in range(max(held.values(), default=0) + arriving + 1):  # the final minimum
+        high = low + max_skew
+        out = sum(min(c - high, m) for c, m in pairs if c > high)
+        into = low * empty + sum(low - c for c in held.values() if c < low)
+        cost = arriving + max(out, into - arriving if counted else into)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
 def minimum_moves(
     counts: list[int], max_skew: int, min_domains: int, arriving: int = 0
 ) -> int | None:
@@ -279,13 +365,21 @@ def analyze(
             if domains is None:
                 domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
             moves = None
+            outside: Counter[str] = Counter()
             if violating:
-                counts = [table.get(d) for d in domains]
-                if index.counts_pod(c.selector, m.labels):
-                    moves = minimum_moves(counts, c.max_skew, c.min_domains, unresolvable)
-                else:  # moving them changes no count
-                    moves = minimum_moves(counts, c.max_skew, c.min_domains)
-                    moves = None if moves is None else moves + unresolvable
+                counted = index.counts_pod(c.selector, m.labels)
+                own = _members_by_domain(index, m, c.key, table, counted)
+                if counted:
+                    outside = _outside_counts(index, m, c.key, table, bad)
+                moves = group_moves(
+                    Counter(table.counts) + outside if outside else table.counts,
+                    own + outside,
+                    domains,
+                    c.max_skew,
+                    c.min_domains,
+                    arriving=unresolvable,
+                    counted=counted,
+                )
             groups.append(
                 Group(
                     members=m,
@@ -297,6 +391,7 @@ def analyze(
                     violating=violating,
                     unresolvable=unresolvable,
                     minimum_moves=moves,
+                    outside=sum(outside.values()),
                 )
             )
     return Analysis(index, members, tuple(groups), len(state.pods), skipped)

@@ -618,6 +618,16 @@ def plan(
     space = _ExactSpace(sim, movable, pool)
     budget = min(EXACT_BUDGET, EXACT_WORK // max(1, len(sim.counts.nodes)))
     found = fewest_moves(space, limit, budget)
+    steering: list[tuple[Members, Pod]] = []
+    if found.moves is None and found.complete:
+        steering = _steering(sim, movable, now)
+        if steering:
+            movable = movable + steering
+            wider = fewest_moves(
+                _ExactSpace(sim, movable, pool), limit if balanced else len(movable), budget
+            )
+            if wider.moves is not None or not wider.complete:
+                found = wider
     if found.moves is None:
         if not found.complete:
             note = f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
@@ -639,6 +649,7 @@ def plan(
         history=history,
         held=held,
         sequence=[movable[i] for i in found.moves],
+        steering={id(pod) for _, pod in steering},
         note=f"exact: the fewest evictions that balance every group ({len(found.moves)}), by "
         f"exhaustive search over {len(movable)} movable pods",
     )
@@ -760,6 +771,33 @@ def _movable(
     return (found, list(pool.values())) if len(found) <= EXACT_MOVABLE else None
 
 
+def _steering(
+    sim: _Simulation, movable: list[tuple[Members, Pod]], now: float | None
+) -> list[tuple[Members, Pod]]:
+    """Pods of the other workloads that a search may move as a last resort, up to
+    ``EXACT_MOVABLE`` in all: their counts matter to no violated group, but their
+    replacements take room, and a full node sends a later replacement elsewhere (an evicted
+    pod holds its room until it is gone). Only where some node's room is limited."""
+    room = EXACT_MOVABLE - len(movable)
+    nodes = sim.counts.nodes.values()
+    if room <= 0 or all(n.max_pods is None and n.allocatable is None for n in nodes):
+        return []
+    taken = {id(pod) for _, pod in movable}
+    out: list[tuple[Members, Pod]] = []
+    for members in sorted(
+        (x for xs in sim.counts.members_by_namespace.values() for x in xs),
+        key=lambda x: x.workload,
+    ):
+        for pods in members.by_node.values():
+            for pod in pods:
+                if id(pod) in taken or sim.gate.refusal(pod, now) is not None:
+                    continue
+                out.append((members, pod))
+                if len(out) == room:
+                    return out
+    return out
+
+
 class _ExactSpace:
     """The simulation as a search space (search.Space): moving a pod evicts it and lands its
     replacement where the planner predicts; the goal is every touched group balanced."""
@@ -800,15 +838,32 @@ class _ExactSpace:
         return all(self.sim.counts.violators(x) == 0 for x in self.watched)
 
     def lower_bound(self) -> int | None:
-        """The most moves any one violated constraint needs on its own (at least one)."""
-        sim = self.sim
+        """The most moves any one violated constraint needs on its own (at least one).
+
+        The exact minimum for a constraint brings every counted pod within maxSkew; that
+        bounds the search only where every counted pod is one of the group's own, which must
+        pass, and every member is counted. Other pods it counts need not move (and may not
+        be able to): one move of a member, or of another workload's pod, may be all it
+        takes."""
+        counts = self.sim.counts
         bound = 0
         for x in self.watched:
-            for i in sim.counts.tally(x)[1]:
+            violated = counts.tally(x)[1]
+            if not violated:
+                continue
+            bound = max(bound, 1)
+            selected = counts.selected(x)
+            positions = counts.positions(x)
+            for i in violated:
+                table = counts.tables_of[id(x)][i]
+                node_domain = table.space.node_domain
+                own = sum(len(p) for n, p in positions.items() if n in node_domain)
+                if not selected[i] or own != x.count or sum(table.counts.values()) != own:
+                    continue  # members outside the counts, or other pods in them
                 c = x.profile.constraints[i]
-                table = sim.counts.tables_of[id(x)][i]
-                counts = [table.get(d) for d in table.space.domain_nodes]
-                moves = minimum_moves(counts, c.max_skew, c.min_domains)
+                moves = minimum_moves(
+                    [table.get(d) for d in table.space.domain_nodes], c.max_skew, c.min_domains
+                )
                 bound = max(bound, moves or 1)
         return bound
 
@@ -824,6 +879,7 @@ def _sequence_plan(
     history: Mapping[WorkloadRef, float],
     held: Mapping[WorkloadRef, str],
     sequence: list[tuple[Members, Pod]],
+    steering: set[int] | None = None,
     note: str,
 ) -> Plan:
     """A plan that makes these moves in this order: this run's until the first that a cap,
@@ -856,6 +912,11 @@ def _sequence_plan(
         )
         if failing is not None:
             reason = sim.counts.verdict(owner, pod.node_name, failing).reason
+        elif steering and id(pod) in steering:
+            reason = (
+                "its replacement takes room a later replacement would otherwise take, "
+                "sending that one where its group is balanced"
+            )
         else:
             reason = "counted by a violated group's spread: moving it lets that group be balanced"
         move = sim.force(owner, pod, reason)

@@ -50,6 +50,7 @@ def violation_entry(
         "pods": g.members.count,
         "violatingPods": g.violating,
         "podsOnNodesWithoutKey": g.unresolvable,
+        "podsOutsideDomains": g.outside,
         "minimumMoves": g.minimum_moves,
         "fixable": outcome.fixable,
         "violatingPodsAfterRun": outcome.violating_after_run,
@@ -383,6 +384,8 @@ def render_text(report: Mapping[str, Any]) -> str:
         relation = ">" if v["skew"] > v["maxSkew"] else "<="
         keyless = v.get("podsOnNodesWithoutKey", 0)
         where = f", {keyless} on nodes without the key" if keyless else ""
+        if outside := v.get("podsOutsideDomains", 0):
+            where += f", {outside} on nodes its inclusion policies leave out of the counts"
         out.append(
             f"{v['namespace']}/{v['workload']['name']} ({v['workload']['kind']})  "
             f"{v['topologyKey']}  skew {v['skew']} {relation} maxSkew {v['maxSkew']}  "

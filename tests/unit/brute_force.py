@@ -3,12 +3,13 @@
 Independent of the planner: breadth-first over sets of evicted pods (each pod at most once, in
 every order, since where a replacement lands depends on the moves before it). A replacement
 lands where the reference Filter transcription (test_filter_reference.py) passes, the static
-filters pass and the node has room (an evicted pod holds its room until it is gone, as in the
-scheduler's cache); of those, where its domains hold the fewest matching pods, then the least
-node name, as the design predicts. A pod may be evicted when it has an owner, is not protected,
-no budget blocks it outright (a budget used up by the plan defers, it does not forbid) and it
-has hard spread constraints of its own: respread moves no pod without any, since where the
-scheduler puts such a replacement is decided by scoring it does not model.
+filters pass and the node has room: a free pod slot and, where the node reports allocatable
+resources, the pod's requests free (NodeResourcesFit; an evicted pod holds its room until it is
+gone, as in the scheduler's cache); of those, where its domains hold the fewest matching pods,
+then the least node name, as the design predicts. A pod may be evicted when it has an owner,
+is not protected, no budget blocks it outright (a budget used up by the plan defers, it does
+not forbid) and it has hard spread constraints of its own: respread moves no pod without any,
+since where the scheduler puts such a replacement is decided by scoring it does not model.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from respread.budgets import BudgetLedger, BudgetVerdict
-from respread.model import ClusterState, Node, Phase, Pod, When
+from respread.model import ClusterState, Node, Phase, Pod, Resources, When
 from respread.placement import static_reasons
 from respread.policy import RebalancePolicy
 from respread.safety import protection
@@ -47,7 +48,8 @@ def misplaced(nodes: tuple[Node, ...], pods: tuple[Pod, ...]) -> list[Pod]:
 @dataclass(frozen=True)
 class _Situation:
     pods: tuple[Pod, ...]  # the live pods the scheduler counts
-    held: tuple[tuple[str, int], ...]  # pods holding room per node (evicted ones included)
+    held: tuple[tuple[str, int, Resources], ...]  # pods and requests holding room per node
+    # (evicted ones included)
 
 
 def _landing(nodes: tuple[Node, ...], situation: _Situation, evicted: Pod) -> Node | None:
@@ -55,12 +57,17 @@ def _landing(nodes: tuple[Node, ...], situation: _Situation, evicted: Pod) -> No
     others = tuple(p for p in situation.pods if p is not evicted)
     verdicts = reference_filter(incoming, nodes, others)
     cons, counts = reference_counts(incoming, nodes, others)
-    held = dict(situation.held)
+    held = {name: (n, used) for name, n, used in situation.held}
     best: tuple[int, str, Node] | None = None
     for node in nodes:
         if verdicts[node.name] != "Success" or static_reasons(evicted.spec, node):
             continue
-        if node.max_pods is not None and held.get(node.name, 0) + 1 > node.max_pods:
+        pods, used = held.get(node.name, (0, Resources()))
+        if node.max_pods is not None and pods + 1 > node.max_pods:
+            continue
+        if node.allocatable is not None and not evicted.spec.requests.fits_in(
+            node.allocatable - used
+        ):
             continue
         score = sum(counts[i].get(node.labels[c.topology_key], 0) for i, (c, _) in enumerate(cons))
         if best is None or (score, node.name) < best[:2]:
@@ -81,12 +88,17 @@ def _evictable(state: ClusterState, policy: RebalancePolicy) -> list[Pod]:
     ]
 
 
-def _held(pods: Iterable[Pod]) -> tuple[tuple[str, int], ...]:
-    held: dict[str, int] = {}
+def _held(pods: Iterable[Pod]) -> tuple[tuple[str, int, Resources], ...]:
+    held: dict[str, tuple[int, Resources]] = {}
     for p in pods:
         if p.node_name is not None and p.phase not in (Phase.SUCCEEDED, Phase.FAILED):
-            held[p.node_name] = held.get(p.node_name, 0) + 1
-    return tuple(sorted(held.items()))
+            held[p.node_name] = _plus(held.get(p.node_name), p)
+    return tuple((name, n, used) for name, (n, used) in sorted(held.items()))
+
+
+def _plus(held: tuple[int, Resources] | None, pod: Pod) -> tuple[int, Resources]:
+    n, used = held or (0, Resources())
+    return n + 1, used + pod.spec.requests
 
 
 def fewest_evictions(state: ClusterState, policy: RebalancePolicy, limit: int) -> int | None:
@@ -112,11 +124,13 @@ def fewest_evictions(state: ClusterState, policy: RebalancePolicy, limit: int) -
                 new_key = key | {(i, target.name)}
                 if new_key in following:
                     continue
-                held = dict(situation.held)
-                held[target.name] = held.get(target.name, 0) + 1
+                held = {name: (n, used) for name, n, used in situation.held}
+                held[target.name] = _plus(held.get(target.name), pod)
                 replacement = replace(pod, name=f"{pod.name}-r", node_name=target.name)
                 pods = tuple(replacement if p is pod else p for p in situation.pods)
-                following[new_key] = _Situation(pods, tuple(sorted(held.items())))
+                following[new_key] = _Situation(
+                    pods, tuple((name, n, used) for name, (n, used) in sorted(held.items()))
+                )
                 if not misplaced(nodes, pods):
                     return depth
         level = following
