@@ -38,6 +38,7 @@ class Remembered:
     safe: tuple[bool, ...]
     kept: bool  # the current costs' order
     keys: tuple[str, ...]  # the topology keys of the workload's hard constraints
+    violated: bool = False  # a checked group is beyond maxSkew before any removal
 
 
 class CostMemo:

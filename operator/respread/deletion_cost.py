@@ -627,6 +627,7 @@ def order_replica_set(
 def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
     """The order simulated, by positions in ``pods``, in the form the memo keeps."""
     sim = _Simulation(context, workload, pods)
+    violated = sim.misplaced() > 0
     order, safe, keep = _kept_or_searched(sim, pods)
     position = {id(p): i for i, p in enumerate(pods)}
     return Remembered(
@@ -634,6 +635,7 @@ def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> R
         tuple(safe),
         keep,
         _own_keys(sim),
+        violated,
     )
 
 
@@ -699,7 +701,7 @@ def _assembled(
         pods=tuple(entries),
         safe_steps=prefix,
         state=state,
-        message=_message(safe, state, conflicts, kept=keep, owner=owner),
+        message=_message(safe, state, conflicts, kept=keep, violated=found.violated, owner=owner),
         owner=owner,
     )
 
@@ -710,6 +712,7 @@ def _message(
     conflicts: Sequence[PodCost],
     *,
     kept: bool,
+    violated: bool,
     owner: str | None = None,
 ) -> str:
     total = len(safe)
@@ -717,7 +720,8 @@ def _message(
     settled = next((i for i in range(total, 0, -1) if not safe[i - 1]), 0)
     if prefix == total:
         head = f"a scale-in keeps every hard constraint within maxSkew for all {total} removals"
-    elif prefix == 0 and settled < total:
+    # not violated, a first removal can still leave maxSkew: a lower tier goes first
+    elif violated and prefix == 0 and settled < total:
         head = (
             f"violated now: the first {settled} removal(s) take the most misplaced pods, and"
             " every removal after them keeps every hard constraint within maxSkew"

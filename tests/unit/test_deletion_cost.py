@@ -344,3 +344,45 @@ def test_workloads_without_hard_constraints_are_not_ordered() -> None:
     assert costs_for(state(zone_nodes("a", "b"), pods, workloads=deployment_objects())) == CostPlan(
         (), (), (), 0
     )
+
+
+# (id, pods per node of zones a/b/c/d, nodes whose pods are not Ready, the message's head)
+REPORTED_HEADS: list[tuple[str, Mapping[str, int], frozenset[str], str]] = [
+    # found by test_deletion_cost_wide.py: balanced now, but the not-Ready pod of the smallest
+    # zone goes first whatever its cost, so no order keeps maxSkew at the first removal
+    (
+        "tier forces the first removal",
+        {"n0": 1, "n1": 2, "n2": 2, "n3": 1},
+        frozenset({"n3"}),
+        "no order found keeps every hard constraint within maxSkew past removal 0 of 6",
+    ),
+    (
+        "violated now",
+        {"n0": 4, "n1": 1, "n2": 1, "n3": 1},
+        frozenset(),
+        "violated now: the first 1 removal(s) take the most misplaced pods",
+    ),
+    (
+        "balanced, all Ready",
+        {"n0": 2, "n1": 2, "n2": 1, "n3": 1},
+        frozenset(),
+        "a scale-in keeps every hard constraint within maxSkew for all 6 removals",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "not_ready", "head"),
+    [e[1:] for e in REPORTED_HEADS],
+    ids=[e[0] for e in REPORTED_HEADS],
+)
+def test_the_message_says_violated_now_only_when_it_is(
+    layout: Mapping[str, int], not_ready: frozenset[str], head: str
+) -> None:
+    pods = [
+        replace(p, ready=p.node_name not in not_ready)
+        for p in web_pods(layout, [hard(ZONE, sel(app="web"))])
+    ]
+    plan = costs_for(state(zone_nodes("a", "b", "c", "d"), pods, workloads=deployment_objects()))
+    (order,) = plan.orders
+    assert order.message.startswith(head), order.message
