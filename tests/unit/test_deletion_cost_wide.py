@@ -36,9 +36,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from respread.analysis import Group, WorkloadRef, analyze
-from respread.deletion_cost import ReplicaSetOrder, plan_costs, tier
+from respread.deletion_cost import CostPlan, OrderState, ReplicaSetOrder, plan_costs, tier
 from respread.model import (
     ClusterState,
+    Effect,
     Labels,
     LabelSelector,
     Node,
@@ -48,6 +49,7 @@ from respread.model import (
     Pod,
     Policy,
     Requirement,
+    Taint,
 )
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.snapshot import DELETION_COST
@@ -100,6 +102,9 @@ def clusters(draw: st.DrawFn) -> Generated:
             nodes.append(Node(name, Labels({ZONE: f"z{z}", HOST: name, "pool": pool})))
     if draw(st.booleans()):
         nodes.append(Node("nokey", Labels({HOST: "nokey", "pool": "a"})))
+    if draw(st.integers(0, 3)) == 0:
+        taint = Taint("dedicated", "x", Effect.NO_SCHEDULE)
+        nodes.append(Node("tainted", Labels({ZONE: "z0", HOST: "tainted"}), taints=(taint,)))
     names = [n.name for n in nodes]
     shared = draw(st.booleans())
     split = draw(st.booleans())
@@ -110,6 +115,7 @@ def clusters(draw: st.DrawFn) -> Generated:
         max_skew=draw(st.integers(1, 3)),
         min_domains=draw(st.sampled_from([None, 2, 3, 5])),
         affinity=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
+        taints=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
         match_label_keys=("pod-template-hash",) if split else (),
     )
     constraints = [zone_constraint]
@@ -131,8 +137,9 @@ def clusters(draw: st.DrawFn) -> Generated:
             per_node = [0] * len(names)
             for k in range(count):
                 per_node[rounds[(start + k) % len(names)]] += 1
+        per_node.append(draw(st.integers(0, 1)))  # on a node the snapshot no longer holds
         per_node.append(draw(st.integers(0, 1)))  # unassigned
-        for name, number in zip([*names, None], per_node, strict=True):
+        for name, number in zip([*names, "gone", None], per_node, strict=True):
             for i in range(number):
                 p = pod(
                     f"web-{rs}-{name or 'none'}-{i}",
@@ -174,7 +181,14 @@ def clusters(draw: st.DrawFn) -> Generated:
             workload("ReplicaSet", "api-def", sel(app="api")), owner=OwnerRef("Deployment", "api")
         ),
     )
-    cluster = ClusterState(nodes=tuple(nodes), pods=(*all_web, *api), workloads=workloads)
+    # the same labels in another namespace: never counted by web's selectors
+    elsewhere = [
+        replace(p, namespace="other", name=f"other-{p.name}", owner=OwnerRef("ReplicaSet", "x"))
+        for p in all_web[: draw(st.integers(0, 2))]
+    ]
+    cluster = ClusterState(
+        nodes=tuple(nodes), pods=(*all_web, *api, *elsewhere), workloads=workloads
+    )
     return Generated(cluster, {k: tuple(v) for k, v in replica_sets.items()})
 
 
@@ -273,15 +287,37 @@ def check_order(cluster: ClusterState, order: ReplicaSetOrder, pods: Sequence[Po
         assert judge.violated_now, order.message
 
 
+def check_writes(plan: CostPlan, take_over: bool) -> None:
+    """A pod whose cost another manager owns is never written without takeOver; a ReplicaSet
+    with such a pod and a change is a conflict."""
+    for order in plan.orders:
+        foreign = any(e.foreign for e in order.pods)
+        if foreign and order.changed and not take_over:
+            assert order.state is OrderState.CONFLICT
+        elif order.changed:
+            assert order.state is OrderState.CHANGES
+        else:
+            assert order.state is OrderState.UNCHANGED
+    for entry in plan.patches:
+        assert entry.changed and (take_over or not entry.foreign)
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_the_order_keeps_max_skew_as_long_as_any_order_can(case: Generated) -> None:
-    plan = plan_costs(analyze(case.cluster, DEFAULT_POLICY), DeletionCostSettings(enabled=True))
-    by_name = {o.replica_set: o for o in plan.orders}
+    analysis = analyze(case.cluster, DEFAULT_POLICY)
+    plan = plan_costs(analysis, DeletionCostSettings(enabled=True))
+    check_writes(plan, take_over=False)
+    taken = plan_costs(analysis, DeletionCostSettings(enabled=True, take_over=True))
+    check_writes(taken, take_over=True)
+    assert [o.pods for o in taken.orders] == [o.pods for o in plan.orders]
+    by_name = {o.replica_set: o for o in plan.orders if o.workload.namespace == "default"}
     assert set(by_name) <= {"web-abc", "web-new", "api-def"}
+    nodes = {n.name for n in case.cluster.nodes}
     for name, pods in case.replica_sets.items():
         if name not in by_name:
-            # nothing of it is analysed: no pod bound
-            assert not any(p.node_name for p in pods)
+            # no active pod, or nothing of web analysed: no pod of it on a node of the snapshot
+            on_nodes = any(p.node_name in nodes for ps in case.replica_sets.values() for p in ps)
+            assert not pods or not on_nodes
             continue
         check_order(case.cluster, by_name[name], pods)
