@@ -4,9 +4,11 @@ test_deletion_cost_properties.py covers one ReplicaSet of Ready or not-Ready pod
 This generator adds: up to four zones of up to three nodes; nodes without the zone key and pods
 pinned by a nodeSelector under nodeAffinityPolicy Honor or Ignore; minDomains above the domain
 count; maxSkew up to 3; a Deployment mid-rollout (two ReplicaSets, matchLabelKeys splitting them
-or not); a second hard or a soft constraint; another workload's pods counted by the selector;
-pods in every tier (unassigned, Pending, Unknown, not Ready, Ready, terminating); costs already
-written, tied, or owned by another field manager.
+or not, the new template's constraints the same or not); a second hard or a soft constraint;
+another workload's pods counted by the selector; pods in every tier (unassigned, Pending,
+Unknown, not Ready, Ready, terminating), pods on a node gone from the snapshot, look-alikes in
+another namespace; costs already written, tied, or owned by another field manager (never
+written without takeOver: a conflict).
 
 For each ReplicaSet ordered, with every state judged afresh by ``analyze`` on the cluster
 without the removed pods (a state is within maxSkew when no group holding the ReplicaSet's pods
@@ -49,6 +51,7 @@ from respread.model import (
     Pod,
     Policy,
     Requirement,
+    SpreadConstraint,
     Taint,
 )
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
@@ -92,6 +95,27 @@ def _costed(draw: st.DrawFn, p: Pod) -> Pod:
 
 
 @st.composite
+def _constraints(draw: st.DrawFn) -> list[SpreadConstraint]:
+    """A pod template's constraints: a hard zone one, maybe a second on the hostname."""
+    zone_constraint = hard(
+        ZONE,
+        FRONT if draw(st.booleans()) else sel(app="web"),
+        max_skew=draw(st.integers(1, 3)),
+        min_domains=draw(st.sampled_from([None, 2, 3, 5])),
+        affinity=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
+        taints=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
+        match_label_keys=("pod-template-hash",) if draw(st.booleans()) else (),
+    )
+    constraints = [zone_constraint]
+    second = draw(st.sampled_from(["none", "hard", "soft"]))
+    if second == "hard":
+        constraints.append(hard(HOST, sel(app="web"), max_skew=draw(st.integers(1, 2))))
+    elif second == "soft":
+        constraints.append(soft(HOST, sel(app="web")))
+    return constraints
+
+
+@st.composite
 def clusters(draw: st.DrawFn) -> Generated:
     zones = draw(st.integers(1, 4))
     nodes = []
@@ -106,28 +130,14 @@ def clusters(draw: st.DrawFn) -> Generated:
         taint = Taint("dedicated", "x", Effect.NO_SCHEDULE)
         nodes.append(Node("tainted", Labels({ZONE: "z0", HOST: "tainted"}), taints=(taint,)))
     names = [n.name for n in nodes]
-    shared = draw(st.booleans())
-    split = draw(st.booleans())
     pinned = draw(st.booleans())
-    zone_constraint = hard(
-        ZONE,
-        FRONT if shared else sel(app="web"),
-        max_skew=draw(st.integers(1, 3)),
-        min_domains=draw(st.sampled_from([None, 2, 3, 5])),
-        affinity=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
-        taints=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
-        match_label_keys=("pod-template-hash",) if split else (),
-    )
-    constraints = [zone_constraint]
-    second = draw(st.sampled_from(["none", "hard", "soft"]))
-    if second == "hard":
-        constraints.append(hard(HOST, sel(app="web"), max_skew=draw(st.integers(1, 2))))
-    elif second == "soft":
-        constraints.append(soft(HOST, sel(app="web")))
+    template = draw(_constraints())
     replica_sets: dict[str, list[Pod]] = {}
     all_web: list[Pod] = []
     for rs in draw(st.sampled_from([("abc",), ("abc", "new")])):
         made: list[Pod] = []
+        # mid-rollout, the new template may change the constraints
+        constraints = template if rs == "abc" or draw(st.booleans()) else draw(_constraints())
         if draw(st.booleans()):
             per_node = [draw(st.integers(0, 2)) for _ in names]
         else:
