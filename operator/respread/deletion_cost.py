@@ -837,9 +837,11 @@ def _bounded_patches(
 ) -> tuple[tuple[PodCost, ...], int]:
     """Whole ReplicaSets while they fit under the cap; conflicts are never written.
 
-    A first ReplicaSet larger than the cap is started from the last pods to go: their costs
-    are the highest, so the pods still without a new cost (read as their old cost, or 0) keep
-    going before them, as the order wants, until a later scan writes theirs."""
+    A first ReplicaSet larger than the cap is started from the last pods to go, with their
+    new costs (rank + 1). Until a later scan writes the rest, the pods still without a new
+    cost are read at their old cost (or 0): below the written ones they go first, as the order
+    wants; old costs above them (an order written for more pods, or by hand) send the written
+    pods first instead. That interim order is not judged (docs/deletion-cost.md, Limits)."""
     out: list[PodCost] = []
     deferred = 0
     for order in orders:
