@@ -19,15 +19,13 @@ violated and no group that was balanced before is violated. Then:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cache
 
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from respread.analysis import WorkloadRef, analyze
-from respread.deletion_cost import plan_costs, tier
+from respread.deletion_cost import plan_costs
 from respread.model import (
     ClusterState,
     Effect,
@@ -43,6 +41,7 @@ from respread.model import (
 )
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
 from tests.unit.builders import hard, pod, sel, workload
+from tests.unit.removal_orders import most_safe_removals
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -166,32 +165,6 @@ class Judge:
         return known
 
 
-def exists_safe_order(judge: Judge, web: Sequence[Pod]) -> bool:
-    """Exhaustively: is there a removal order (lowest tier first) keeping every state safe?"""
-    buckets: dict[tuple[int, str], list[str]] = {}
-    for p in sorted(web, key=lambda p: p.name):
-        buckets.setdefault((tier(p), p.node_name or ""), []).append(p.name)
-    keys = sorted(buckets)
-
-    @cache
-    def search(left: tuple[int, ...]) -> bool:
-        if not any(left):
-            return True
-        lowest = min(keys[b][0] for b, n in enumerate(left) if n)
-        for b, n in enumerate(left):
-            if not n or keys[b][0] != lowest:
-                continue
-            after = (*left[:b], n - 1, *left[b + 1 :])
-            removed = frozenset(
-                name for key, m in zip(keys, after, strict=True) for name in buckets[key][m:]
-            )
-            if judge.within(removed) and search(after):
-                return True
-        return False
-
-    return search(tuple(len(buckets[k]) for k in keys))
-
-
 @given(clusters())
 def test_the_order_keeps_max_skew_whenever_some_order_does(case: Generated) -> None:
     plan = plan_costs(analyze(case.cluster, DEFAULT_POLICY), DeletionCostSettings(enabled=True))
@@ -221,7 +194,7 @@ def test_the_order_keeps_max_skew_whenever_some_order_does(case: Generated) -> N
         removed.add(entry.pod.name)
         verdicts.append(judge.within(frozenset(removed)))
     assert [e.within_max_skew for e in order.pods] == verdicts
-    exists = exists_safe_order(judge, case.web)
+    exists = most_safe_removals(judge, case.web) == len(case.web)
     event(f"{len(order.pods)} pods; a safe order exists: {exists}; found: {all(verdicts)}")
     if exists:
         assert all(verdicts), "a safe order exists, but the computed one leaves maxSkew"

@@ -32,13 +32,12 @@ import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cache
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from respread.analysis import Group, WorkloadRef, analyze
-from respread.deletion_cost import CostPlan, OrderState, ReplicaSetOrder, plan_costs, tier
+from respread.deletion_cost import CostPlan, OrderState, ReplicaSetOrder, plan_costs
 from respread.model import (
     ClusterState,
     Effect,
@@ -58,6 +57,7 @@ from respread.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.snapshot import DELETION_COST
 from respread.spread import Profile
 from tests.unit.builders import hard, pod, sel, soft, workload
+from tests.unit.removal_orders import most_safe_removals
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -246,33 +246,6 @@ class Judge:
         return known
 
 
-def most_safe_steps(judge: Judge, pods: Sequence[Pod]) -> int:
-    """Exhaustively: the most removals from the first, lowest tier first, all within maxSkew."""
-    buckets: dict[tuple[int, str], list[str]] = {}
-    for p in sorted(pods, key=lambda p: p.name):
-        buckets.setdefault((tier(p), p.node_name or ""), []).append(p.name)
-    keys = sorted(buckets)
-
-    @cache
-    def search(left: tuple[int, ...]) -> int:
-        if not any(left):
-            return 0
-        lowest = min(keys[b][0] for b, n in enumerate(left) if n)
-        best = 0
-        for b, n in enumerate(left):
-            if not n or keys[b][0] != lowest:
-                continue
-            after = (*left[:b], n - 1, *left[b + 1 :])
-            removed = frozenset(
-                name for key, m in zip(keys, after, strict=True) for name in buckets[key][m:]
-            )
-            if judge.within(removed):
-                best = max(best, 1 + search(after))
-        return best
-
-    return search(tuple(len(buckets[k]) for k in keys))
-
-
 def check_order(cluster: ClusterState, order: ReplicaSetOrder, pods: Sequence[Pod]) -> None:
     assert sorted(e.pod.name for e in order.pods) == sorted(p.name for p in pods)
     ranked = sorted(order.pods, key=lambda e: (e.tier, e.desired))
@@ -289,7 +262,7 @@ def check_order(cluster: ClusterState, order: ReplicaSetOrder, pods: Sequence[Po
     assert [e.within_max_skew for e in order.pods] == verdicts
     prefix = next((i for i, ok in enumerate(verdicts) if not ok), len(verdicts))
     assert order.safe_steps == prefix
-    most = most_safe_steps(judge, pods)
+    most = most_safe_removals(judge, pods)
     event(f"violated now: {judge.violated_now}")
     event(f"safe steps: {'all' if most == len(pods) else 'some' if most else 'none'}")
     assert order.safe_steps == most, f"{order.safe_steps} safe removals; {most} achievable"
