@@ -84,6 +84,25 @@ def costed_by(core: client.CoreV1Api, namespace: str, policy: str, count: int) -
     )
 
 
+def costs_written(
+    core: client.CoreV1Api,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    policy: str,
+    count: int,
+    what: str,
+) -> None:
+    """Every pod carries the policy's cost, and the scan that wrote them has ended.
+
+    A scan writes its patches one by one in removal order: the new pods of a scale-up may get
+    their costs before the old pods it reorders do, so every pod can look costed while the
+    scan is still writing. Scans of one policy never overlap: once a scan begun after that has
+    written the status, the writing scan is over."""
+    wait_for(partial(costed_by, core, namespace, policy, count), 90, what, 0.5)
+    since = time.time()
+    wait_for(partial(scanned_after, custom, policy, since), 60, f"{policy}: a scan after {what}")
+
+
 def scans(custom: client.CustomObjectsApi, names: list[str], count: int) -> dict[str, Any]:
     """Wait until each policy has scanned `count` more times; the last statuses."""
     last: dict[str, Any] = {}
@@ -113,7 +132,7 @@ def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
     owner, other = f"b-{namespace}", f"a-{namespace}"  # the other is first by name
     custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(owner, namespace))
     try:
-        wait_for(partial(costed_by, core_v1, namespace, owner, 6), 90, "the owner's costs", 0.5)
+        costs_written(core_v1, custom, namespace, owner, 6, "the owner's costs")
         custom.create_cluster_custom_object(
             GROUP,
             VERSION,
@@ -145,7 +164,7 @@ def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
             namespace=namespace, name="web", body={"spec": {"replicas": 9}}
         )
         wait_pods_ready(core_v1, namespace, "app=web", 9)
-        wait_for(partial(costed_by, core_v1, namespace, owner, 9), 90, "the new pods' costs", 0.5)
+        costs_written(core_v1, custom, namespace, owner, 9, "the new pods' costs")
         written = pod_patches(audit_log, mark, namespace)
         print(
             f"pod patches after the scale-up: {len(written)}, naming {set(map(named_in, written))}"
