@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum, StrEnum
 from itertools import pairwise
 from typing import Final
@@ -809,7 +809,7 @@ def plan_costs(
         )
         for (key, pods), f in zip(in_order, found, strict=True)
     )
-    patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
+    orders, patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
     return CostPlan(
         orders=orders,
         excluded=tuple(
@@ -834,26 +834,58 @@ def _active(pods: Iterable[Pod]) -> Iterable[Pod]:
 
 def _bounded_patches(
     orders: Sequence[ReplicaSetOrder], cap: int
-) -> tuple[tuple[PodCost, ...], int]:
-    """Whole ReplicaSets while they fit under the cap; conflicts are never written.
-
-    A first ReplicaSet larger than the cap is started from the last pods to go, with their
-    new costs (rank + 1). Until a later scan writes the rest, the pods still without a new
-    cost are read at their old cost (or 0): below the written ones they go first, as the order
-    wants; old costs above them (an order written for more pods, or by hand) send the written
-    pods first instead. That interim order is not judged (docs/deletion-cost.md, Limits)."""
+) -> tuple[tuple[ReplicaSetOrder, ...], tuple[PodCost, ...], int]:
+    """Whole ReplicaSets while they fit under the cap; conflicts are never written. A first
+    ReplicaSet larger than the cap is installed from its head over several scans (_staged):
+    its order comes back with the costs that takes."""
     out: list[PodCost] = []
+    placed: list[ReplicaSetOrder] = []
     deferred = 0
     for order in orders:
         if order.state is not OrderState.CHANGES:
+            placed.append(order)
             continue
-        changed = order.changed
         room = cap - len(out)
+        written = order if len(order.changed) <= room or out or not room else _staged(order)
+        changed = written.changed
         if len(changed) <= room:
             out.extend(changed)
         elif not out and room > 0:
-            out.extend(changed[len(changed) - room :])
+            out.extend(changed[:room])
             deferred += len(changed) - room
         else:
             deferred += len(changed)
-    return tuple(out), deferred
+        placed.append(written)
+    return tuple(placed), tuple(out), deferred
+
+
+def _staged(order: ReplicaSetOrder) -> ReplicaSetOrder:
+    """The order with the costs that install it from its head, a scan's worth at a time.
+
+    Written partly, an order leaves the pods not yet written at their old costs, and the
+    controller ranks the two together. So the new costs are laid out below every old cost: the
+    longest head of the order whose costs already rise and sit below every later pod's (read 0
+    without a cost) is kept, and the pods after it get the integers just above it (just below
+    the lowest later cost when no head is kept), in order. Whatever part of them a scan writes
+    from the head, the controller's first removals are then exactly the order's first ones, as
+    many as are written; the next scan finds them kept and goes on. Costs may go negative (the
+    annotation is an int32). Without room in the int32 range, the plain costs (rank + 1)."""
+    pods = order.pods
+    n = len(pods)
+    read = [p.current if p.current is not None else 0 for p in pods]
+    below = [INT32_MAX + 1] * (n + 1)  # below[i]: the lowest cost read from pod i on
+    for i in range(n - 1, -1, -1):
+        below[i] = min(read[i], below[i + 1])
+    kept = 0
+    for i, entry in enumerate(pods):
+        if entry.current is None or (i and entry.current <= read[i - 1]):
+            break
+        if entry.current < below[i + 1] and below[i + 1] - entry.current > n - i - 1:
+            kept = i + 1  # pods 0..i in place, with room for the rest between
+    first = read[kept - 1] + 1 if kept else below[0] - (n - kept)
+    if first < INT32_MIN or first + (n - kept) - 1 > INT32_MAX:
+        return order
+    costs = [*read[:kept], *range(first, first + n - kept)]
+    return replace(
+        order, pods=tuple(replace(e, desired=c) for e, c in zip(pods, costs, strict=True))
+    )

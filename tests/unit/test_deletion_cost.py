@@ -311,8 +311,11 @@ def test_patches_are_bounded_per_scan() -> None:
     plan = costs_for(three_zones(), DeletionCostSettings(enabled=True, max_patches_per_scan=4))
     assert len(plan.patches) == 4
     assert plan.deferred_patches == 2
-    # the last to go first: the pods still without a cost (read as 0) go before them
-    assert [p.rank for p in plan.patches] == [2, 3, 4, 5]
+    # the first to go first, below the pods still without a cost (read as 0): -6 .. -1
+    assert [p.rank for p in plan.patches] == [0, 1, 2, 3]
+    assert [p.desired for p in plan.patches] == [-6, -5, -4, -3]
+    (order,) = plan.orders
+    assert [p.desired for p in order.pods] == [-6, -5, -4, -3, -2, -1]
 
 
 EXCLUDED: list[tuple[str, OwnerRef | None, str]] = [
@@ -391,28 +394,36 @@ def test_the_message_says_violated_now_only_when_it_is(
 PARTIAL_WRITES = [
     # (id, the current costs of the pods on n0, n0, n1, n1, n2, n2; None: no cost)
     pytest.param((None,) * 6, id="no costs yet"),
-    pytest.param(
-        (10, 11, 12, 13, 14, 15),
-        id="old costs above the new ones",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="_bounded_patches writes the tail of a ReplicaSet larger than the cap with"
-            " costs rank+1, below the unpatched pods' old costs: the controller then takes the"
-            " patched pods, the last to go, first, an interim order neither old nor new (safe"
-            " here by chance). Writing the head instead is worse here; an offset above the old"
-            " costs would rewrite every scan. Needs the interim order judged: left open.",
-        ),
-    ),
+    pytest.param((10, 11, 12, 13, 14, 15), id="old costs above the new ones"),
+    pytest.param((-3, -2, -1, 0, 1, 2), id="old costs around zero"),
+    pytest.param((5, 5, 5, 5, 5, 5), id="tied old costs"),
+    pytest.param((1, None, 3, None, 2, None), id="some costs"),
 ]
+INT32_FLOOR = (-(2**31), -(2**31) + 1, 0, 1, 2, 3)  # no room below: the plain costs (rank + 1)
 
 
-@pytest.mark.parametrize("costs", PARTIAL_WRITES)
-def test_a_partial_write_leaves_the_unpatched_pods_before_the_patched(
-    costs: tuple[int | None, ...],
-) -> None:
-    """_bounded_patches' promise: a first ReplicaSet larger than the cap is written from the
-    last pods to go, so the pods still without their new cost keep going before them."""
-    pods = [
+def controller_ranking(pods: Iterable[Pod]) -> list[tuple[tuple[Tier, int], str]]:
+    """The ReplicaSet controller's ranking as far as tier and cost decide it (ties, broken
+    by its later keys, come out in name order here and are never relied on)."""
+    return sorted(((tier(p), current_cost(p) or 0), p.name) for p in pods)
+
+
+def apply_patches(pods: list[Pod], plan: CostPlan) -> list[Pod]:
+    written = {e.pod.name: e.desired for e in plan.patches}
+    return [
+        replace(
+            p,
+            annotations=Labels({COST: str(written[p.name])}),
+            deletion_cost_managers=("respread",),
+        )
+        if p.name in written
+        else p
+        for p in pods
+    ]
+
+
+def web_with_costs(costs: Iterable[int | None]) -> list[Pod]:
+    return [
         replace(p, annotations=Labels({COST: str(c)}), deletion_cost_managers=("respread",))
         if c is not None
         else p
@@ -420,10 +431,57 @@ def test_a_partial_write_leaves_the_unpatched_pods_before_the_patched(
             web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))]), costs, strict=True
         )
     ]
-    cluster = state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects())
-    plan = costs_for(cluster, DeletionCostSettings(enabled=True, max_patches_per_scan=2))
-    assert plan.patches and plan.deferred_patches
-    patched = {e.pod.name: e.desired for e in plan.patches}
-    read = {p.name: patched.get(p.name, current_cost(p) or 0) for p in pods}
-    last_unpatched = max(v for name, v in read.items() if name not in patched)
-    assert all(v > last_unpatched for v in patched.values()), read
+
+
+def scans_until_written(pods: list[Pod], cap: int) -> Iterable[tuple[CostPlan, list[Pod]]]:
+    """Each scan's plan, and the pods once its patches are written; ends with the plan that
+    writes nothing."""
+    settings = DeletionCostSettings(enabled=True, max_patches_per_scan=cap)
+    for _ in range(len(pods) + 1):
+        plan = costs_for(
+            state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects()), settings
+        )
+        pods = apply_patches(pods, plan)
+        yield plan, pods
+        if not plan.patches:
+            return
+    pytest.fail(f"still writing after {len(pods) + 1} scans")
+
+
+@pytest.mark.parametrize("costs", PARTIAL_WRITES)
+def test_a_partial_write_installs_the_order_from_its_head(
+    costs: tuple[int | None, ...],
+) -> None:
+    """A ReplicaSet larger than the cap is written over several scans from the first pod to
+    go: after each scan the controller's first removals are exactly the order's, as many as
+    are written, whatever the old costs of the pods not yet written; the scans end with the
+    whole order installed and nothing more to write."""
+    scans = 0
+    for plan, pods in scans_until_written(web_with_costs(costs), 2):
+        (order,) = plan.orders
+        names = [e.pod.name for e in order.pods]
+        assert order.safe_steps == 6
+        if not plan.patches:
+            break
+        scans += 1
+        assert len(plan.patches) <= 2
+        written = max(names.index(e.pod.name) for e in plan.patches) + 1
+        ranking = controller_ranking(pods)
+        assert [name for _, name in ranking[:written]] == names[:written], ranking
+        rest = [key for key, _ in ranking[written:]]
+        assert not rest or ranking[written - 1][0] < min(rest), ranking
+    assert scans <= 3
+    assert [name for _, name in controller_ranking(pods)] == names
+    assert order.state is OrderState.UNCHANGED
+
+
+def test_a_partial_write_without_room_below_writes_the_plain_costs() -> None:
+    """Old costs at the bottom of the int32 range leave no room below them: the order is
+    written with costs rank + 1 (the controller takes the pods at the floor first until they
+    are written) and is installed all the same."""
+    plans = list(scans_until_written(web_with_costs(INT32_FLOOR), 2))
+    assert [e.desired for e in plans[0][0].patches] == [1, 2]
+    *_, (final, pods) = plans
+    (order,) = final.orders
+    assert order.state is OrderState.UNCHANGED and order.safe_steps == 6
+    assert [name for _, name in controller_ranking(pods)] == [e.pod.name for e in order.pods]
