@@ -8,6 +8,7 @@ bound to ``n1``. Everything returns the immutable records from ``respread.model`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from respread.model import (
     ClusterState,
@@ -33,6 +34,7 @@ from respread.model import (
 )
 
 APP_WEB: Mapping[str, str] = {"app": "web"}
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def sel(**match_labels: str) -> LabelSelector:
@@ -171,4 +173,14 @@ def state(
         pods=tuple(pods),
         workloads=tuple(workloads),
         services=tuple(services),
+    )
+
+
+def with_cost(p: Pod, cost: int | None, managers: tuple[str, ...] = ("respread",)) -> Pod:
+    """The pod with its pod-deletion-cost annotation set to ``cost`` by ``managers`` (the
+    field managers managedFields names for it); None: the pod as it is."""
+    if cost is None:
+        return p
+    return replace(
+        p, annotations=Labels({DELETION_COST: str(cost)}), deletion_cost_managers=managers
     )

@@ -27,7 +27,7 @@ from respread.model import (
     Workload,
 )
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
-from tests.unit.builders import hard, node, pod, sel, state, workload
+from tests.unit.builders import hard, node, pod, sel, state, with_cost, workload
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -258,10 +258,7 @@ def test_current_cost(raw: str | None, value: int | None) -> None:
 
 
 def with_costs(pods: list[Pod], costs: list[int], managers: tuple[str, ...] = ()) -> list[Pod]:
-    return [
-        replace(p, annotations=Labels({COST: str(c)}), deletion_cost_managers=managers)
-        for p, c in zip(pods, costs, strict=True)
-    ]
+    return [with_cost(p, c, managers) for p, c in zip(pods, costs, strict=True)]
 
 
 def three_zones(costs: list[int] | None = None, managers: tuple[str, ...] = ()) -> ClusterState:
@@ -410,27 +407,12 @@ def controller_ranking(pods: Iterable[Pod]) -> list[tuple[tuple[Tier, int], str]
 
 def apply_patches(pods: list[Pod], plan: CostPlan) -> list[Pod]:
     written = {e.pod.name: e.desired for e in plan.patches}
-    return [
-        replace(
-            p,
-            annotations=Labels({COST: str(written[p.name])}),
-            deletion_cost_managers=("respread",),
-        )
-        if p.name in written
-        else p
-        for p in pods
-    ]
+    return [with_cost(p, written.get(p.name)) for p in pods]
 
 
 def web_with_costs(costs: Iterable[int | None]) -> list[Pod]:
-    return [
-        replace(p, annotations=Labels({COST: str(c)}), deletion_cost_managers=("respread",))
-        if c is not None
-        else p
-        for p, c in zip(
-            web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))]), costs, strict=True
-        )
-    ]
+    pods = web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))])
+    return [with_cost(p, c) for p, c in zip(pods, costs, strict=True)]
 
 
 def scans_until_written(pods: list[Pod], cap: int) -> Iterable[tuple[CostPlan, list[Pod]]]:

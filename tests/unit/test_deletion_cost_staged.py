@@ -24,13 +24,12 @@ from hypothesis import strategies as st
 
 from respread.analysis import analyze
 from respread.deletion_cost import OrderState, current_cost, plan_costs, tier
-from respread.model import ClusterState, Labels, Node, OwnerRef, Pod
+from respread.model import ClusterState, Node, OwnerRef, Pod
 from respread.policy import DEFAULT_POLICY, DeletionCostSettings
-from tests.unit.builders import hard, node, pod, sel, state, workload
+from tests.unit.builders import hard, node, pod, sel, state, with_cost, workload
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
-COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 @dataclass(frozen=True)
@@ -69,33 +68,25 @@ def cases(draw: st.DrawFn) -> Case:
         for i in range(draw(st.integers(0, 4))):
             cost = draw(OLD_COST)
             pods.append(
-                replace(
-                    pod(
-                        f"web-{n.name}-{i}",
-                        n.name,
-                        {"app": "web", "pod-template-hash": "abc"},
-                        constraints=constraints,
-                        owner=OwnerRef("ReplicaSet", "web-abc"),
+                with_cost(
+                    replace(
+                        pod(
+                            f"web-{n.name}-{i}",
+                            n.name,
+                            {"app": "web", "pod-template-hash": "abc"},
+                            constraints=constraints,
+                            owner=OwnerRef("ReplicaSet", "web-abc"),
+                        ),
+                        ready=draw(st.integers(0, 5)) > 0,
                     ),
-                    ready=draw(st.integers(0, 5)) > 0,
-                    annotations=Labels({COST: str(cost)}) if cost is not None else Labels({}),
-                    deletion_cost_managers=("respread",) if cost is not None else (),
+                    cost,
                 )
             )
     return Case(tuple(nodes), tuple(pods), draw(st.integers(1, 5)))
 
 
 def written(pods: tuple[Pod, ...], patches: dict[str, int]) -> tuple[Pod, ...]:
-    return tuple(
-        replace(
-            p,
-            annotations=Labels({COST: str(patches[p.name])}),
-            deletion_cost_managers=("respread",),
-        )
-        if p.name in patches
-        else p
-        for p in pods
-    )
+    return tuple(with_cost(p, patches.get(p.name)) for p in pods)
 
 
 @given(cases())
