@@ -50,14 +50,17 @@ pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
 
 
-def respread_writes_costs(api: client.ApiClient, namespace: str, deployment: str) -> int:
-    """One respread pass over the live cluster: the deletion-cost patches of ``deployment``."""
+def respread_writes_costs(
+    api: client.ApiClient, namespace: str, deployment: str, cap: int = 1000
+) -> int:
+    """One respread pass over the live cluster, with room for ``cap`` patches
+    (maxPatchesPerScan): the deletion-cost patches of ``deployment``."""
     state = load_documents(read_cluster(api), taken_at=time.time()).state
     policy = replace(
         DEFAULT_POLICY,
         selection=Selection(include_namespaces=frozenset({namespace})),
         remediation=RemediationSettings(
-            deletion_cost=DeletionCostSettings(enabled=True, max_patches_per_scan=1000)
+            deletion_cost=DeletionCostSettings(enabled=True, max_patches_per_scan=cap)
         ),
     )
     costs = plan_costs(analyze(state, policy), policy.remediation.deletion_cost)
@@ -137,6 +140,59 @@ def test_scale_in_keeps_max_skew_with_respread_costs(
         print(f"{app}: " + " -> ".join(f"{sum(c.values())} {sorted(c.items())}" for c in steps))
     for counts in measured["ordered"]:
         assert skew(counts) <= 1, measured["ordered"]
+
+
+def costs_one_zone_first(
+    core: client.CoreV1Api, namespace: str, node_zones: dict[str, str]
+) -> None:
+    """Costs that remove zone-a's pods first, then zone-b's, then zone-c's (1, 2, 3, ...), under
+    respread's field manager: what an order written for other counts, or by hand, leaves."""
+    pods = sorted(
+        list_pods(core, namespace, "app=web"),
+        key=lambda p: (node_zones[p.spec.node_name], p.metadata.name),
+    )
+    for cost, p in enumerate(pods, start=1):
+        core.patch_namespaced_pod(
+            p.metadata.name,
+            namespace,
+            {"metadata": {"annotations": {DELETION_COST: str(cost)}}},
+            field_manager=FIELD_MANAGER,
+        )
+
+
+def test_an_order_written_partly_is_followed_from_its_head(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+) -> None:
+    """maxPatchesPerScan 2 over 9 pods whose old costs empty one zone first: one pass writes 2
+    of the 9 costs the new order needs, and a scale-in of 2 right after it takes exactly those
+    (the head of the new order), not the pods the old costs put first."""
+    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
+    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    apps_v1.create_namespaced_deployment(
+        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
+    )
+    assert skew(zone_counts(core_v1, namespace, "web", 9, node_zones)) == 0
+    costs_one_zone_first(core_v1, namespace, node_zones)
+    scale(apps_v1, namespace, "web", 7)
+    old = zone_counts(core_v1, namespace, "web", 7, node_zones)
+    assert skew(old) == 2, old  # the old costs alone: two of zone-a's three pods went
+
+    scale(apps_v1, namespace, "web", 9)  # the scheduler puts both back in zone-a
+    assert skew(zone_counts(core_v1, namespace, "web", 9, node_zones)) == 0
+    costs_one_zone_first(core_v1, namespace, node_zones)
+    assert respread_writes_costs(api_client, namespace, "web", cap=2) == 2
+    scale(apps_v1, namespace, "web", 7)
+    partly = zone_counts(core_v1, namespace, "web", 7, node_zones)
+    print(
+        f"9 -> 7 with the old costs: {sorted(old.items())}; 2 of 9 costs written: "
+        f"{sorted(partly.items())}"
+    )
+    assert skew(partly) <= 1, partly
 
 
 def test_a_cost_written_by_another_manager_is_left_alone(
