@@ -13,7 +13,12 @@ Usage::
     python bench/ab.py state -o /tmp/state.pkl                 # 5,000 nodes / 150,000 pods
     python bench/ab.py compare ../main . --state /tmp/state.pkl --rounds 3 --repeats 5
 
-The pickle holds respread.model records: both checkouts must share model.py's records.
+The pickle holds respread.model records: both checkouts must share model.py's records. Where
+they do not (an old checkout), pickle the state once per checkout with its own records and give
+the second to ``compare`` as ``--state-b``::
+
+    python bench/ab.py state -o /tmp/old.pkl --src ../old    # the same cluster, old records
+    python bench/ab.py compare ../old . --state /tmp/old.pkl --state-b /tmp/state.pkl
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ BENCH = Path(__file__).resolve().parent
 
 
 def make_state(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(BENCH.parent / "operator"))
+    sys.path.insert(0, str(Path(args.src).resolve() / "operator"))
     sys.path.insert(0, str(BENCH))
     from generate import generate
     from respread.snapshot import load_documents
@@ -90,9 +95,9 @@ def compare(args: argparse.Namespace) -> None:
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for _ in range(args.rounds):
         for policy in args.policies:
-            for src in (args.a, args.b):
+            for src, state in ((args.a, args.state), (args.b, args.state_b or args.state)):
                 out = subprocess.run(
-                    [sys.executable, __file__, "child", src, args.state, policy, str(args.repeats)],
+                    [sys.executable, __file__, "child", src, state, policy, str(args.repeats)],
                     check=True,
                     capture_output=True,
                     text=True,
@@ -121,11 +126,15 @@ def main() -> None:
     state.add_argument("--pods", type=int, default=150_000)
     state.add_argument("--seed", type=int, default=1)
     state.add_argument("-o", "--output", required=True)
+    state.add_argument(
+        "--src", default=str(BENCH.parent), help="the checkout whose records are pickled"
+    )
     state.set_defaults(run=make_state)
     cmp = sub.add_parser("compare", help="interleaved runs of two checkouts")
     cmp.add_argument("a")
     cmp.add_argument("b")
     cmp.add_argument("--state", required=True)
+    cmp.add_argument("--state-b", help="b's own pickle of the same cluster (default: --state)")
     cmp.add_argument("--rounds", type=int, default=3)
     cmp.add_argument("--repeats", type=int, default=5)
     cmp.add_argument("--policies", nargs="+", default=["default", "uncapped"])

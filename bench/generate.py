@@ -266,11 +266,23 @@ class Builder:
         self.workloads: list[SimWorkload] = []
         self.daemon_pods: list[SimPod] = []
         self.kube_proxy: SimWorkload | None = None
+        self.pod_names: set[tuple[str, str]] = set()
 
     # ---- names ---------------------------------------------------------------------------
 
     def suffix(self, length: int) -> str:
         return "".join(self.rng.choice(_NAME_CHARS) for _ in range(length))
+
+    def unique(self, namespace: str, name: str) -> str:
+        """``name``, or ``name-2``, ``name-3``, ... once a pod of the namespace has it (5,000
+        kube-proxy pods' random suffixes collide); no random draw, so the rest of the cluster
+        is unchanged."""
+        found, n = name, 1
+        while (namespace, found) in self.pod_names:
+            n += 1
+            found = f"{name}-{n}"
+        self.pod_names.add((namespace, found))
+        return found
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -432,7 +444,8 @@ class Builder:
     def pod_name(self, w: SimWorkload, ordinal: int, old: bool = False) -> str:
         if w.kind == "StatefulSet":
             return f"{w.name}-{ordinal}"
-        return f"{w.name}-{w.old_hash if old else w.template_hash}-{self.suffix(5)}"
+        hashed = w.old_hash if old else w.template_hash
+        return self.unique(w.namespace, f"{w.name}-{hashed}-{self.suffix(5)}")
 
     def place_all(self, placer: Placer, scale_downs: dict[int, int]) -> None:
         """Place every workload's replicas (plus those a scale-down will remove) evenly."""
@@ -513,7 +526,8 @@ class Builder:
         )
         self.kube_proxy = w
         for node in self.nodes:
-            w.pods.append(SimPod(w, f"kube-proxy-{self.suffix(5)}", node, node.created + 60))
+            name = self.unique(w.namespace, f"kube-proxy-{self.suffix(5)}")
+            w.pods.append(SimPod(w, name, node, node.created + 60))
 
     def assign_uids(self) -> None:
         for w in self.workloads:

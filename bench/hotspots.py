@@ -26,9 +26,9 @@ sys.path.insert(0, str(BENCH.parent / "operator"))
 sys.path.insert(0, str(BENCH))
 
 from generate import GENERATED_AT  # noqa: E402
+from loading import load_generated  # noqa: E402
 from respread.analysis import analyze  # noqa: E402
 from respread.planner import plan  # noqa: E402
-from respread.snapshot import load_texts  # noqa: E402
 from run import POLICIES  # noqa: E402
 
 
@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase == "load":
         if args.no_gc:
             gc.disable()
-        profiler.runcall(load_texts, [(source, text)])
+        profiler.runcall(load_generated, source, text)
     else:
-        state = load_texts([(source, text)]).state
+        state = load_generated(source, text).state
         del text
         policy = POLICIES[args.policy]
         gc.collect()

@@ -51,9 +51,9 @@ from tests.oracles.descheduler import (  # noqa: E402
 )
 from tests.oracles.descheduler.build import descheduler_version, ensure_built  # noqa: E402
 
+from loading import load_generated  # noqa: E402
 from respread.collector import gc_paused  # noqa: E402
 from respread.replay import apply_moves  # noqa: E402
-from respread.snapshot import load_texts  # noqa: E402
 from run import Size, cluster_files, machine  # noqa: E402
 
 ARGS: dict[str, Any] = {
@@ -103,7 +103,7 @@ def bench_size(size: Size, binary: Path, repeats: int, seed: int) -> dict[str, A
         f"[{size.label}] descheduler done in {answer['processSeconds']:.0f}s "
         f"(max RSS {answer['maxRssMiB']} MiB); respread: loading ..."
     )
-    loaded = load_texts([(str(path), path.read_text(encoding="utf-8"))])
+    loaded = load_generated(str(path), path.read_text(encoding="utf-8"))
     state = loaded.state
     policy = policy_for(ARGS)
     now = max((p.created or 0.0) for p in state.pods) + 3600
