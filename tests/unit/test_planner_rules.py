@@ -300,3 +300,50 @@ def test_zone_and_hostname_are_planned_together() -> None:
     # b1 already holds one pod: the hostname constraint sends the replacement to b2.
     assert (move.from_node, move.to_node) == ("a1", "b2")
     assert result.predicted_violations == 0
+
+
+MIN_DOMAINS_3 = replace(
+    SPEC, constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, WEB, min_domains=3),)
+)
+OUTCOME_MESSAGES = [
+    # (id, pods on a1 (zone a) and b1 (zone b), changes to every pod, the outcome's message)
+    (
+        "fixable",
+        (4, 0),
+        {},
+        "4 pod(s) placed against topology.kubernetes.io/zone maxSkew 1; fixable by eviction"
+        " (at least 2 move(s))",
+    ),
+    (
+        # two eligible zones under minDomains 3: the global minimum is 0, so each zone holds at
+        # most one; a third zone would make it [2, 1, 1] after one move
+        "needs more domains",
+        (2, 2),
+        {"spec": MIN_DOMAINS_3},
+        "not fixable by eviction: 4 pods at maxSkew 1 over 2 eligible topology.kubernetes.io/zone"
+        " domain(s) (minDomains 3); needs 1 more eligible domain(s), then 1 move(s) would fix it",
+    ),
+    (
+        "every pod that would move is protected",
+        (4, 0),
+        {"priority": 2_000_000_000},
+        "not fixable by eviction now: 4 pod(s) that would have to move: system-critical pod",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "changes", "message"),
+    [c[1:] for c in OUTCOME_MESSAGES],
+    ids=[c[0] for c in OUTCOME_MESSAGES],
+)
+def test_the_outcome_says_why(
+    layout: tuple[int, int], changes: dict[str, object], message: str
+) -> None:
+    pods = [
+        pod(f"web-{node_name}-{i}", node_name, created=1000.0 + i, **changes)
+        for node_name, n in zip(("a1", "b1"), layout, strict=True)
+        for i in range(n)
+    ]
+    (outcome,) = run(state(*pods)).outcomes
+    assert outcome.message.startswith(message), outcome.message
