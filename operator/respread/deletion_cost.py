@@ -880,10 +880,10 @@ def _staged(order: ReplicaSetOrder) -> ReplicaSetOrder:
     for i, entry in enumerate(pods):
         if entry.current is None or (i and entry.current <= read[i - 1]):
             break
-        if entry.current < below[i + 1] and below[i + 1] - entry.current > n - i - 1:
-            kept = i + 1  # pods 0..i in place, with room for the rest between
-    first = read[kept - 1] + 1 if kept else below[0] - (n - kept)
-    if first < INT32_MIN or first + (n - kept) - 1 > INT32_MAX:
+        if below[i + 1] - entry.current > n - i - 1:
+            kept = i + 1  # pods 0..i in place, below the rest, with room for it between
+    first = read[kept - 1] + 1 if kept else below[0] - n  # the rest ends below below[kept]
+    if first < INT32_MIN:
         return order
     costs = [*read[:kept], *range(first, first + n - kept)]
     return replace(
