@@ -841,21 +841,21 @@ def _bounded_patches(
     out: list[PodCost] = []
     placed: list[ReplicaSetOrder] = []
     deferred = 0
-    for order in orders:
-        if order.state is not OrderState.CHANGES:
-            placed.append(order)
-            continue
-        room = cap - len(out)
-        written = order if len(order.changed) <= room or out or not room else _staged(order)
-        changed = written.changed
-        if len(changed) <= room:
-            out.extend(changed)
-        elif not out and room > 0:
-            out.extend(changed[:room])
-            deferred += len(changed) - room
-        else:
-            deferred += len(changed)
-        placed.append(written)
+    for given in orders:
+        order = given
+        if order.state is OrderState.CHANGES:
+            room = cap - len(out)
+            changed = order.changed
+            if len(changed) <= room:
+                out.extend(changed)
+            elif not out and room > 0:
+                order = _staged(order)
+                changed = order.changed
+                out.extend(changed[:room])
+                deferred += max(0, len(changed) - room)
+            else:
+                deferred += len(changed)
+        placed.append(order)
     return tuple(placed), tuple(out), deferred
 
 
