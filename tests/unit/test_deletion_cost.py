@@ -187,7 +187,7 @@ def test_pods_of_another_workload_that_the_selector_counts() -> None:
         owner=other,
         prefix="api",
     )
-    cluster = state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects())
+    cluster = in_three_zones(pods)
     plan = costs_for(cluster)
     # the api ReplicaSet (no Deployment object in the snapshot) is ordered as its own workload
     assert sorted(o.replica_set for o in plan.orders) == ["api-def", "web-abc"]
@@ -201,7 +201,7 @@ def test_tiers_come_first_whatever_the_cost() -> None:
     pods = web_pods({"n0": 2, "n1": 2, "n2": 2}, [c])
     pods[5] = replace(pods[5], ready=False)  # zone c, not ready: the controller takes it first
     pods.append(replace(pods[0], name="web-pending", node_name=None, phase=Phase.PENDING))
-    cluster = state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects())
+    cluster = in_three_zones(pods)
     (order,) = costs_for(cluster).orders
     assert [p.tier for p in order.pods[:2]] == [Tier.UNASSIGNED, Tier.NOT_READY]
     assert order.pods[1].pod.name == pods[5].name
@@ -257,15 +257,20 @@ def test_current_cost(raw: str | None, value: int | None) -> None:
 # What is written
 
 
-def with_costs(pods: list[Pod], costs: list[int], managers: tuple[str, ...] = ()) -> list[Pod]:
+def web_with_costs(
+    costs: Iterable[int | None], managers: tuple[str, ...] = ("respread",)
+) -> list[Pod]:
+    """Two web pods on each of n0, n1, n2, with these costs (None: no cost) in that order."""
+    pods = web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))])
     return [with_cost(p, c, managers) for p, c in zip(pods, costs, strict=True)]
 
 
-def three_zones(costs: list[int] | None = None, managers: tuple[str, ...] = ()) -> ClusterState:
-    pods = web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))])
-    if costs is not None:
-        pods = with_costs(pods, costs, managers)
+def in_three_zones(pods: Iterable[Pod]) -> ClusterState:
     return state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects())
+
+
+def three_zones(costs: list[int] | None = None, managers: tuple[str, ...] = ()) -> ClusterState:
+    return in_three_zones(web_with_costs(costs or [None] * 6, managers))
 
 
 def test_an_order_already_given_by_the_costs_is_kept() -> None:
@@ -410,19 +415,12 @@ def apply_patches(pods: list[Pod], plan: CostPlan) -> list[Pod]:
     return [with_cost(p, written.get(p.name)) for p in pods]
 
 
-def web_with_costs(costs: Iterable[int | None]) -> list[Pod]:
-    pods = web_pods({"n0": 2, "n1": 2, "n2": 2}, [hard(ZONE, sel(app="web"))])
-    return [with_cost(p, c) for p, c in zip(pods, costs, strict=True)]
-
-
 def scans_until_written(pods: list[Pod], cap: int) -> Iterable[tuple[CostPlan, list[Pod]]]:
     """Each scan's plan, and the pods once its patches are written; ends with the plan that
     writes nothing."""
     settings = DeletionCostSettings(enabled=True, max_patches_per_scan=cap)
     for _ in range(len(pods) + 1):
-        plan = costs_for(
-            state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects()), settings
-        )
+        plan = costs_for(in_three_zones(pods), settings)
         pods = apply_patches(pods, plan)
         yield plan, pods
         if not plan.patches:
