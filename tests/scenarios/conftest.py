@@ -1,4 +1,5 @@
-"""Locating the shared conformance scenarios (../shared/scenarios beside the repository)."""
+"""Locating the conformance scenarios: tests/scenarios/conformance (copied from the steering
+repository's shared/scenarios, see its PROVENANCE.md), or RESPREAD_SHARED/scenarios."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def scenarios_root() -> Path:
-    root = Path(os.environ.get("RESPREAD_SHARED", REPO.parent / "shared")) / "scenarios"
+    shared = os.environ.get("RESPREAD_SHARED")
+    root = Path(shared) / "scenarios" if shared else Path(__file__).parent / "conformance"
     if not root.is_dir():
         raise RuntimeError(
-            f"conformance scenarios not found at {root}: clone the repository with shared/ "
-            "beside it, or set RESPREAD_SHARED to the shared/ directory"
+            f"conformance scenarios not found at {root}"
+            + (" (RESPREAD_SHARED is set: unset it to use the repository's copy)" if shared else "")
         )
     return root
 
