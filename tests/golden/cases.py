@@ -75,9 +75,8 @@ def cases() -> list[Case]:
         out.append(Case(f"{name}.default", (*base, "-o", "json"), ".json"))
         out.append(Case(f"{name}.default", (*base, "-o", "text"), ".txt"))
         for policy in policies:
-            out.append(
-                Case(f"{name}.{policy.stem}", (*base, "--policy", str(policy), "-o", "json"), ".json")
-            )
+            argv = (*base, "--policy", str(policy), "-o", "json")
+            out.append(Case(f"{name}.{policy.stem}", argv, ".json"))
         if own is not None:
             out.append(Case(f"{name}.own", (*base, "--policy", str(own), "-o", "json"), ".json"))
         out.append(Case(f"{name}.default", (str(cluster), ""), ".status.json"))
