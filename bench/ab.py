@@ -13,7 +13,7 @@ Usage::
     python bench/ab.py state -o /tmp/state.pkl                 # 5,000 nodes / 150,000 pods
     python bench/ab.py compare ../main . --state /tmp/state.pkl --rounds 3 --repeats 5
 
-The pickle holds respread.model records: both checkouts must share model.py's records. Where
+The pickle holds respread.core.model records: both checkouts must share model.py's records. Where
 they do not (an old checkout), pickle the state once per checkout with its own records and give
 the second to ``compare`` as ``--state-b``::
 
@@ -43,7 +43,7 @@ def make_state(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(args.src).resolve() / "operator"))
     sys.path.insert(0, str(BENCH))
     from generate import generate
-    from respread.snapshot import load_documents
+    from respread.inputs.objects import load_documents
 
     gc.disable()
     manifests = generate(args.nodes, args.pods, seed=args.seed)
@@ -56,10 +56,10 @@ def make_state(args: argparse.Namespace) -> None:
 def child(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(args.src).resolve() / "operator"))
     from generate import GENERATED_AT
-    from respread.analysis import analyze
-    from respread.collector import gc_paused
-    from respread.planner import plan
-    from respread.policy import DEFAULT_POLICY
+    from respread.analysis.groups import analyze
+    from respread.core.collector import gc_paused
+    from respread.inputs.policy import DEFAULT_POLICY
+    from respread.remedies.evict.planner import plan
 
     policy = DEFAULT_POLICY
     if args.policy == "uncapped":

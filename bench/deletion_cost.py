@@ -58,8 +58,8 @@ def digest(plan: Any) -> str:
 
 def with_costs_written(state: Any, plan: Any) -> Any:
     """The state once every wanted cost (conflicts aside) is on its pod."""
-    from respread.model import Labels
-    from respread.snapshot import DELETION_COST
+    from respread.core.annotations import DELETION_COST
+    from respread.core.model import Labels
 
     wanted: dict[str, int] = {}
     for o in plan.orders:
@@ -76,15 +76,15 @@ def with_costs_written(state: Any, plan: Any) -> Any:
 def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
     """One side's figures, in this process (a fresh one per side and round)."""
     _import_respread(src)
-    from respread.analysis import analyze
-    from respread.deletion_cost import plan_costs
-    from respread.policy import DEFAULT_POLICY, DeletionCostSettings
+    from respread.analysis.groups import analyze
+    from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
+    from respread.remedies.cost.order import plan_costs
 
     with state_path.open("rb") as f:
         state = pickle.load(f)
     gc.collect()
     gc.freeze()
-    gc.disable()  # as respread runs a scan (respread.collector)
+    gc.disable()  # as respread runs a scan (respread.core.collector)
     settings = DeletionCostSettings(enabled=True)
     memo = _new_memo()
     t0 = time.perf_counter()
@@ -114,7 +114,7 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
 def _new_memo() -> tuple[Any, ...]:
     """A CostMemo for plan_costs when the checkout has one (kept across the scans measured)."""
     try:
-        from respread.cost_memo import CostMemo
+        from respread.remedies.cost.memo import CostMemo
     except ImportError:
         return ()
     return (CostMemo(),)
@@ -171,7 +171,7 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
 def make_pickle(nodes: int, pods: int, seed: int, out: Path) -> None:
     _import_respread(BENCH.parent)
     from generate import generate
-    from respread.snapshot import load_documents
+    from respread.inputs.objects import load_documents
 
     gc.disable()
     loaded = load_documents(("generated", m) for m in generate(nodes, pods, seed=seed))

@@ -1,6 +1,6 @@
 """Time one round of the surge follower (runtime/surges.py ``_in_flight``) on a generated
 cluster with one surge in flight: the whole cluster analysed (before) against the namespaces of
-the surging Deployments only (respread.surge_scope, after).
+the surging Deployments only (respread.remedies.surge.scope, after).
 
 Usage::
 
@@ -30,13 +30,14 @@ sys.path.insert(0, str(BENCH.parent / "operator"))
 sys.path.insert(0, str(BENCH))
 
 from generate import generate  # noqa: E402
-from respread.analysis import analyze  # noqa: E402
-from respread.collector import gc_paused  # noqa: E402
-from respread.model import ClusterState  # noqa: E402
-from respread.policy import DEFAULT_POLICY  # noqa: E402
-from respread.snapshot import SURGE_STATE, load_documents  # noqa: E402
-from respread.surge import InFlight, Operation, operations  # noqa: E402
-from respread.surge_scope import follower_state  # noqa: E402
+from respread.analysis.groups import analyze  # noqa: E402
+from respread.core.annotations import SURGE_STATE  # noqa: E402
+from respread.core.collector import gc_paused  # noqa: E402
+from respread.core.model import ClusterState  # noqa: E402
+from respread.inputs.objects import load_documents  # noqa: E402
+from respread.inputs.policy import DEFAULT_POLICY  # noqa: E402
+from respread.remedies.surge.plan import InFlight, Operation, operations  # noqa: E402
+from respread.remedies.surge.scope import follower_state  # noqa: E402
 
 NOW = time.time()
 

@@ -27,8 +27,8 @@ sys.path.insert(0, str(BENCH))
 
 from generate import GENERATED_AT  # noqa: E402
 from loading import load_generated  # noqa: E402
-from respread.analysis import analyze  # noqa: E402
-from respread.planner import plan  # noqa: E402
+from respread.analysis.groups import analyze  # noqa: E402
+from respread.remedies.evict.planner import plan  # noqa: E402
 from run import POLICIES  # noqa: E402
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from respread.limits import DEFAULT_LIMITS
-from respread.snapshot import LoadResult, load_texts
+from respread.core.limits import DEFAULT_LIMITS
+from respread.inputs.objects import LoadResult, load_texts
 
 
 def load_generated(source: str, text: str) -> LoadResult:

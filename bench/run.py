@@ -2,12 +2,12 @@
 
 For each size it measures, on text already in memory and on state already in memory:
 
-- loading: text -> ClusterState with ``respread.snapshot.load_texts`` (JSON and YAML), the
+- loading: text -> ClusterState with ``respread.inputs.objects.load_texts`` (JSON and YAML), the
   snapshot size bound raised to the text's (``loading.py``: the 150,000-pod JSON is 1.6 GB);
 - analysis + planning: ``analyze`` then ``plan`` with the default policy and with an uncapped
   one (maxPerRun and maxPerWorkload null), as respread runs them: the loaded state frozen out
   of the cyclic collector's way and the collector paused while they compute
-  (``respread.collector``); and once more with the collector running, to show what it costs;
+  (``respread.core.collector``); and once more with the collector running, to show what it costs;
 - resident memory of the ClusterState: bytes tracemalloc attributes to it, per pod.
 
 Times are medians over the repeats (wall clock, ``time.perf_counter``); peak memory is the
@@ -45,12 +45,12 @@ sys.path.insert(0, str(BENCH))
 
 from generate import GENERATED_AT, generate, to_json, to_yaml  # noqa: E402
 from loading import load_generated  # noqa: E402
-from respread.analysis import Analysis, analyze  # noqa: E402
-from respread.collector import gc_paused  # noqa: E402
-from respread.model import ClusterState  # noqa: E402
-from respread.planner import Plan, plan  # noqa: E402
-from respread.policy import DEFAULT_POLICY, RebalancePolicy  # noqa: E402
-from respread.snapshot import LoadResult  # noqa: E402
+from respread.analysis.groups import Analysis, analyze  # noqa: E402
+from respread.core.collector import gc_paused  # noqa: E402
+from respread.core.model import ClusterState  # noqa: E402
+from respread.inputs.objects import LoadResult  # noqa: E402
+from respread.inputs.policy import DEFAULT_POLICY, RebalancePolicy  # noqa: E402
+from respread.remedies.evict.planner import Plan, plan  # noqa: E402
 
 MIB = 1024 * 1024
 TARGET_SECONDS = 2.0  # analysis + planning at 5,000 nodes / 150,000 pods

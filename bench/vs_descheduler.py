@@ -52,8 +52,8 @@ from tests.oracles.descheduler import (  # noqa: E402
 from tests.oracles.descheduler.build import descheduler_version, ensure_built  # noqa: E402
 
 from loading import load_generated  # noqa: E402
-from respread.collector import gc_paused  # noqa: E402
-from respread.replay import apply_moves  # noqa: E402
+from respread.core.collector import gc_paused  # noqa: E402
+from respread.remedies.evict.replay import apply_moves  # noqa: E402
 from run import Size, cluster_files, machine  # noqa: E402
 
 ARGS: dict[str, Any] = {
@@ -114,7 +114,7 @@ def bench_size(size: Size, binary: Path, repeats: int, seed: int) -> dict[str, A
     for i in range(repeats):
         gc.collect()
         t0 = time.perf_counter()
-        with gc_paused():  # as respread runs it (respread.collector)
+        with gc_paused():  # as respread runs it (respread.core.collector)
             analysis, result = respread_plan(state, policy, now)
         times.append(time.perf_counter() - t0)
         say(f"[{size.label}] respread analyze+plan run {i + 1}: {times[-1]:.2f}s")

@@ -2,7 +2,7 @@
 
 ``API_ACCEPTS[id]`` is what kube-apiserver answers to ``create`` (strict field validation,
 dry run) with crds/ installed; tests/cluster/test_policy_agreement.py asks the real API server
-and requires these verdicts, and tests/unit/test_policy_schema.py requires the command line's
+and requires these verdicts, and tests/unit/inputs/test_policy_schema.py requires the command line's
 parser to give the same verdict, except for the cases in EXCEPTIONS (each with its reason).
 """
 

@@ -14,20 +14,25 @@ from typing import Any, NoReturn
 import yaml
 
 from respread import __version__
-from respread.analysis import analyze, build_index
-from respread.collector import gc_paused
-from respread.deletion_cost import plan_costs
-from respread.documents import InputError, decode
-from respread.explain import Explanation, explain_pod
-from respread.limits import DEFAULT_LIMITS, Limits, printable, shown
-from respread.planner import plan
-from respread.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
-from respread.quantity import QuantityError, units
-from respread.remediation import apply_remediation, defer_surged
-from respread.report import build_report, render_text
-from respread.snapshot import LoadResult, documents_from_text, load_documents, load_texts
-from respread.surge import hold_costs, plan_surges
-from respread.timestamps import parse_rfc3339
+from respread.analysis.groups import analyze, build_index
+from respread.core.collector import gc_paused
+from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
+from respread.core.quantity import QuantityError, units
+from respread.core.timestamps import parse_rfc3339
+from respread.inputs.documents import InputError, decode
+from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
+from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.remedies.choose import (
+    apply_remediation,
+    defer_surged,
+    eviction_blocked,
+    hold_costs,
+)
+from respread.remedies.cost.order import plan_costs
+from respread.remedies.evict.planner import plan
+from respread.remedies.surge.plan import plan_surges
+from respread.report.build import build_report, render_text
+from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -242,7 +247,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with gc_paused():
         analysis = analyze(loaded.state, policy)
         result = apply_remediation(plan(analysis, policy, now=now), policy)
-        surge = plan_surges(analysis, result, policy, now)
+        surge = plan_surges(
+            analysis, eviction_blocked(result, policy.remediation.evict), policy, now
+        )
         result = defer_surged(result, surge.busy)
         settings = policy.remediation.deletion_cost
         costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
@@ -436,9 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
+    from respread.inputs.policy import PolicyError, parse_duration
     from respread.kube.client import KubeError
-    from respread.leadership import LeadershipError, LeaseTiming
-    from respread.policy import PolicyError, parse_duration
+    from respread.runtime.leadership import LeadershipError, LeaseTiming
     from respread.runtime.operator import Election, run
 
     election = None

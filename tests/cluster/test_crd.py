@@ -1,9 +1,9 @@
 """The RebalancePolicy CRD and the deploy/ manifests on a real kube-apiserver.
 
-The CRD must agree with respread.policy (the parser the operator runs): the API server fills in
-exactly the parser's defaults, and refuses, naming the field, what the parser refuses. Its status
-schema must hold what respread.status writes without pruning a field. The deploy/ RBAC must let
-the operator's service account do its work and nothing more, and its pod must pass the
+The CRD must agree with respread.inputs.policy (the parser the operator runs): the API server fills
+in exactly the parser's defaults, and refuses, naming the field, what the parser refuses. Its status
+schema must hold what respread.report.status writes without pruning a field. The deploy/ RBAC must
+let the operator's service account do its work and nothing more, and its pod must pass the
 "restricted" Pod Security admission.
 """
 
@@ -27,12 +27,18 @@ from kube_helpers import wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.analysis import analyze
-from respread.planner import plan
-from respread.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, Schedule, parse_policy
-from respread.report import build_report
-from respread.snapshot import load_texts
-from respread.status import build_status
+from respread.analysis.groups import analyze
+from respread.inputs.objects import load_texts
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    PolicyError,
+    RebalancePolicy,
+    Schedule,
+    parse_policy,
+)
+from respread.remedies.evict.planner import plan
+from respread.report.build import build_report
+from respread.report.status import build_status
 
 pytestmark = pytest.mark.cluster
 
@@ -392,8 +398,8 @@ def test_valid_policies_are_accepted_and_mean_the_same_after_storage(
 
 # --------------------------------------------------------------------------- refusals
 
-# (spec, the field the refusal must name). Both the API server and respread.policy refuse each;
-# the API server's message names the field, and the parser's PolicyError.field starts with it.
+# (spec, the field the refusal must name). Both the API server and respread.inputs.policy refuse
+# each; the API server's message names the field, and the parser's PolicyError.field starts with it.
 INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
     "interval-and-cron": (
         {"schedule": {"interval": "5m", "cron": "*/5 * * * *"}},
@@ -587,7 +593,7 @@ EXAMPLES = sorted(p.parent.name for p in (REPO / "examples").glob("*/cluster.yam
 def test_the_status_the_operator_builds_is_stored_without_loss(
     policies: Policies, example: str
 ) -> None:
-    """respread.status output for each bundled example: valid, and nothing pruned."""
+    """respread.report.status output for each bundled example: valid, and nothing pruned."""
     path = REPO / "examples" / example / "cluster.yaml"
     now = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
     loaded = load_texts([(str(path), path.read_text())], taken_at=now.timestamp())

@@ -32,17 +32,18 @@ from kube_helpers import (
 )
 from kubernetes import client
 
-from respread.analysis import analyze
-from respread.deletion_cost import FIELD_MANAGER, plan_costs
-from respread.kube.annotations import CostResult, write_cost
-from respread.kube.reader import read_cluster
-from respread.policy import (
+from respread.analysis.groups import analyze
+from respread.core.annotations import DELETION_COST, FIELD_MANAGER
+from respread.inputs.objects import load_documents
+from respread.inputs.policy import (
     DEFAULT_POLICY,
     DeletionCostSettings,
     RemediationSettings,
     Selection,
 )
-from respread.snapshot import DELETION_COST, load_documents
+from respread.kube.annotations import CostResult, write_cost
+from respread.kube.reader import read_cluster
+from respread.remedies.cost.order import plan_costs
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator

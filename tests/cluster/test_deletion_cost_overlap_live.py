@@ -32,7 +32,7 @@ from kube_helpers import (
 )
 from kubernetes import client
 
-from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
+from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator

@@ -36,10 +36,9 @@ from kube_helpers import (
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.cost_release import FINALIZER
-from respread.deletion_cost import FIELD_MANAGER
+from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, FIELD_MANAGER
 from respread.kube.annotations import CostResult, write_cost
-from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
+from respread.remedies.cost.release import FINALIZER
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator

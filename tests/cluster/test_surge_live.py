@@ -52,7 +52,7 @@ from kube_helpers import (
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.snapshot import SURGE_STATE
+from respread.core.annotations import SURGE_STATE
 
 if TYPE_CHECKING:
     from operator_fixtures import OperatorProcess, StartOperator

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from respread.snapshot import _PARSERS, FieldError, ObjectParser, _Interner
+from respread.inputs.objects import _PARSERS, FieldError, ObjectParser, _Interner
 from tests.fuzz.test_mutations import EXAMPLE_DOCS, hostile_values, mutated
 
 OBJECTS = [doc for docs in EXAMPLE_DOCS for doc in docs if doc.get("kind") in _PARSERS]

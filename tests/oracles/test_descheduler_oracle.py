@@ -39,9 +39,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 
-from respread.analysis import violating_nodes
-from respread.model import ClusterState
-from respread.snapshot import load_documents
+from respread.analysis.groups import violating_nodes
+from respread.core.model import ClusterState
+from respread.inputs.objects import load_documents
 
 from ..scenarios.conftest import scenario_dirs
 from .descheduler import Comparison, compare, policy_for

@@ -38,11 +38,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 
-from respread.analysis import build_index
-from respread.explain import explain_pod
-from respread.policy import DEFAULT_POLICY
-from respread.selectors import affinity_matches, untolerated_taint
-from respread.snapshot import load_documents
+from respread.analysis.groups import build_index
+from respread.core.selectors import affinity_matches, untolerated_taint
+from respread.inputs.objects import load_documents
+from respread.inputs.policy import DEFAULT_POLICY
+from respread.scheduling.explain import explain_pod
 
 from ..scenarios.conftest import scenario_dirs
 from .scheduler.build import OracleBuildError, ensure_built, k8s_version

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from respread.analysis import analyze
-from respread.planner import plan
-from respread.policy import RebalancePolicy, parse_policy
-from respread.replay import apply_moves
-from respread.snapshot import load_texts
+from respread.analysis.groups import analyze
+from respread.inputs.objects import load_texts
+from respread.inputs.policy import RebalancePolicy, parse_policy
+from respread.remedies.evict.planner import plan
+from respread.remedies.evict.replay import apply_moves
 
 from .conftest import scenario_dirs
 

@@ -2,7 +2,7 @@
 
 Replayed without Go. Each plan is also checked on its own terms: replayed (evict, bind each
 replacement where predicted), it leaves exactly the violations it calls not fixable and
-creates none; its eviction count is the brute-force optimum (tests/unit/brute_force.py)
+creates none; its eviction count is the brute-force optimum (tests/support/brute_force.py)
 when that exists, and nothing is called fixable when it does not.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from respread import planner
-from respread.analysis import analyze
+from respread.analysis.groups import analyze
 from respread.cli import parse_now
-from respread.planner import Move, plan
-from respread.policy import parse_policy
-from respread.replay import apply_moves
-from respread.snapshot import load_texts
-from tests.unit.brute_force import fewest_evictions
+from respread.inputs.objects import load_texts
+from respread.inputs.policy import parse_policy
+from respread.remedies.evict import planner
+from respread.remedies.evict.planner import Move, plan
+from respread.remedies.evict.replay import apply_moves
+from tests.support.brute_force import fewest_evictions
 
 GOLDEN = sorted(
     p for p in (Path(__file__).parent / "golden").iterdir() if (p / "cluster.yaml").is_file()

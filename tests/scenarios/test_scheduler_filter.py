@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from respread.analysis import build_index
+from respread.analysis.groups import build_index
 from respread.cli import explanation_dict
-from respread.explain import explain_pod
-from respread.policy import DEFAULT_POLICY
-from respread.snapshot import load_texts
+from respread.inputs.objects import load_texts
+from respread.inputs.policy import DEFAULT_POLICY
+from respread.scheduling.explain import explain_pod
 
 from .conftest import scenario_dirs
 

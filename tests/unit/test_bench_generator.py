@@ -11,9 +11,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from respread.analysis import analyze
-from respread.policy import DEFAULT_POLICY
-from respread.snapshot import load_documents, load_texts
+from respread.analysis.groups import analyze
+from respread.inputs.objects import load_documents, load_texts
+from respread.inputs.policy import DEFAULT_POLICY
 
 GENERATE = Path(__file__).resolve().parents[2] / "bench" / "generate.py"
 

@@ -21,9 +21,14 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.cost_release import Action
-from respread.deletion_cost import FIELD_MANAGER, parse_cost
-from respread.snapshot import COST_POLICY, COST_WRITTEN, DELETION_COST
+from respread.core.annotations import (
+    COST_POLICY,
+    COST_WRITTEN,
+    DELETION_COST,
+    FIELD_MANAGER,
+    ReleaseAction,
+)
+from respread.scheduling.controller import parse_cost
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -182,7 +187,7 @@ def release_cost(
     *,
     uid: str | None,
     policy: str,
-    action: Action,
+    action: ReleaseAction,
     hand_to: str | None = None,
 ) -> CostWrite:
     """Take back a cost the policy wrote (cost_release.py decided how), if the pod is still as
@@ -205,10 +210,10 @@ def release_cost(
             and parse_cost(raw) == parse_cost(current.get(COST_WRITTEN))
         )
         annotations: dict[str, str | None]
-        if ours and action is Action.HAND_OVER and hand_to is not None:
+        if ours and action is ReleaseAction.HAND_OVER and hand_to is not None:
             annotations = {COST_POLICY: hand_to}
             result, reason = CostResult.HANDED_OVER, f"kept under RebalancePolicy {hand_to}"
-        elif not ours or action is Action.UNTAG:
+        elif not ours or action is ReleaseAction.UNTAG:
             annotations = {COST_POLICY: None, COST_WRITTEN: None}
             result, reason = CostResult.UNTAGGED, f"its cost ({raw!r}) is not respread's now"
         else:

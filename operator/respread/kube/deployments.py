@@ -17,8 +17,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.deletion_cost import FIELD_MANAGER
-from respread.snapshot import SURGE_STATE
+from respread.core.annotations import FIELD_MANAGER, SURGE_STATE
 
 MERGE_PATCH = "application/merge-patch+json"
 

@@ -36,9 +36,7 @@ from typing import Any
 
 from kubernetes import client
 
-from respread.kube.client import KubeError
-from respread.kube.reader import list_keys
-from respread.model import (
+from respread.core.model import (
     Autoscaler,
     ClusterState,
     DisruptionBudget,
@@ -48,7 +46,9 @@ from respread.model import (
     Service,
     Workload,
 )
-from respread.snapshot import FieldError, ObjectParser, Record
+from respread.inputs.objects import FieldError, ObjectParser, Record
+from respread.kube.client import KubeError
+from respread.kube.reader import list_keys
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 from kubernetes import client
 
-from respread.cost_release import (
+from respread.core.annotations import COST_POLICY
+from respread.core.model import ClusterState, Pod
+from respread.inputs.policy import RebalancePolicy
+from respread.kube.annotations import CostResult, CostWrite, release_cost, write_cost
+from respread.kube.client import KubeError
+from respread.kube.writer import patch_status, set_finalizer
+from respread.remedies.cost.order import CostPlan
+from respread.remedies.cost.release import (
     FINALIZER,
     FINALIZER_TIMEOUT,
     CostCounts,
@@ -28,18 +35,11 @@ from respread.cost_release import (
     settled,
     tagged,
 )
-from respread.deletion_cost import CostPlan
-from respread.kube.annotations import CostResult, CostWrite, release_cost, write_cost
-from respread.kube.client import KubeError
-from respread.kube.writer import patch_status, set_finalizer
-from respread.model import ClusterState, Pod
-from respread.policy import RebalancePolicy
 from respread.runtime import metrics
 from respread.runtime.acting import Acting, always, check
 from respread.runtime.cache import ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.policy_events import tell_policy
-from respread.snapshot import COST_POLICY
 
 log = logging.getLogger(__name__)
 

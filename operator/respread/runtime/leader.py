@@ -1,4 +1,5 @@
-"""Leader election: the loop that reads, acquires and renews the Lease (rules: respread.leadership).
+"""Leader election: the loop that reads, acquires and renews the Lease (rules:
+respread.runtime.leadership).
 
 Every replica watches and keeps its cache warm; only the one whose `leading` is true scans
 (writes statuses, posts events, evicts). `leading` is computed from the clock: it turns false
@@ -22,7 +23,8 @@ from pathlib import Path
 from kubernetes import client
 
 from respread.kube.lease import read_lease, write_lease
-from respread.leadership import (
+from respread.runtime import metrics
+from respread.runtime.leadership import (
     Action,
     LeaseTiming,
     Observation,
@@ -34,7 +36,6 @@ from respread.leadership import (
     parse_lease,
     released,
 )
-from respread.runtime import metrics
 
 log = logging.getLogger(__name__)
 

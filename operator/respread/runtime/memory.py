@@ -3,7 +3,7 @@
 The last eviction per workload (cooldown), the workloads whose evictions did not reduce their
 skew (loop protection, with an exponential back-off), the previous scan's view (causes), and
 the cause each ongoing violation was first given; and the deletion-cost orders of the last scan
-(respread.cost_memo), which only spare the next scan work.
+(respread.remedies.cost.memo), which only spare the next scan work.
 
 Each scan writes what a successor needs into the policy's status (the violations with their
 cause and `since`, and `status.cooldowns`); an operator that starts, or is elected leader,
@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from respread.analysis import Analysis, WorkloadRef
-from respread.causes import Cause, PreviousScan
-from respread.cost_memo import CostMemo
-from respread.status import WorkloadHistory, remembered, violation_key
+from respread.analysis.causes import Cause, PreviousScan
+from respread.analysis.groups import Analysis, WorkloadRef
+from respread.remedies.cost.memo import CostMemo
+from respread.report.status import WorkloadHistory, remembered, violation_key
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
 

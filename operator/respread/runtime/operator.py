@@ -28,14 +28,14 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
-from respread.cost_release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
+from respread.inputs.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
-from respread.leadership import LeaseTiming
-from respread.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
+from respread.remedies.cost.release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
 from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
+from respread.runtime.leadership import LeaseTiming
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.reflector import Reflectors
 from respread.runtime.scan import rfc3339, run_scan

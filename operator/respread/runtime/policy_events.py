@@ -6,8 +6,8 @@ import asyncio
 
 from kubernetes import client
 
+from respread.inputs.policy import RebalancePolicy
 from respread.kube.writer import post_policy_event
-from respread.policy import RebalancePolicy
 
 
 async def tell_policy(

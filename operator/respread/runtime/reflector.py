@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from kubernetes import client
 
-from respread.collector import gc_paused
+from respread.core.collector import gc_paused
 from respread.kube.watch import GoneError, SilentError, list_pages, watch_events
 from respread.runtime.cache import WATCHED, ClusterCache, Key, Watched
 

@@ -12,39 +12,44 @@ from typing import Any
 
 from kubernetes import client
 
-from respread.analysis import Analysis, WorkloadRef, analyze, workload_of
-from respread.changes import ViolationKey, change_events, changes
-from respread.collector import gc_paused
-from respread.cost_owner import Ownership
-from respread.cost_release import (
+from respread.analysis.groups import Analysis, WorkloadRef, analyze, workload_of
+from respread.core.collector import gc_paused
+from respread.core.model import ClusterState, Pod
+from respread.inputs.policy import Mode, RebalancePolicy
+from respread.kube.client import KubeError
+from respread.kube.evictions import Result, evict
+from respread.kube.writer import PolicyGoneError, patch_status, post_event
+from respread.remedies.choose import (
+    apply_remediation,
+    defer_surged,
+    eviction_blocked,
+    hold_costs,
+)
+from respread.remedies.cost.order import CostPlan, plan_costs
+from respread.remedies.cost.owner import Ownership
+from respread.remedies.cost.release import (
     NOT_DELETING,
     CostCounts,
     Lifecycle,
     cost_event,
     cost_status,
 )
-from respread.deletion_cost import CostPlan, plan_costs
-from respread.kube.client import KubeError
-from respread.kube.evictions import Result, evict
-from respread.kube.writer import PolicyGoneError, patch_status, post_event
-from respread.model import ClusterState, Pod
-from respread.planner import Move, Plan, plan
-from respread.policy import Mode, RebalancePolicy
-from respread.remediation import apply_remediation, defer_surged
-from respread.report import build_report
+from respread.remedies.evict.planner import Move, Plan, plan
+from respread.remedies.surge.plan import SurgeReport, plan_surges
+from respread.report.build import build_report
+from respread.report.changes import ViolationKey, change_events, changes
+from respread.report.status import (
+    Execution,
+    build_status,
+    cooldowns_status,
+    failed_scan_status,
+)
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
 from respread.runtime.costs import manage_costs, take_back, tally
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.policy_events import tell_policy
-from respread.status import (
-    Execution,
-    build_status,
-    cooldowns_status,
-    failed_scan_status,
-)
-from respread.surge import SurgeReport, hold_costs, plan_surges
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +110,7 @@ def _compute(
     result = apply_remediation(
         plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
     )
-    surge = plan_surges(analysis, result, policy, now)
+    surge = plan_surges(analysis, eviction_blocked(result, policy.remediation.evict), policy, now)
     result = defer_surged(result, surge.busy)
     settings = policy.remediation.deletion_cost
     ownership = Ownership.of(policy.name, others, {n.name: n for n in state.namespaces})

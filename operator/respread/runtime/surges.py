@@ -19,17 +19,15 @@ from dataclasses import dataclass, replace
 
 from kubernetes import client
 
-from respread.analysis import WorkloadRef, analyze
+from respread.analysis.groups import WorkloadRef, analyze
+from respread.core.model import ClusterState
+from respread.inputs.policy import Mode, PolicyError, RebalancePolicy, parse_policy
 from respread.kube.annotations import CostResult, write_cost
 from respread.kube.deployments import DeploymentWrite, PatchResult, patch_surge, read_surge
 from respread.kube.policies import Presence, read_policy
 from respread.kube.writer import post_event, post_policy_event
-from respread.model import ClusterState
-from respread.policy import Mode, PolicyError, RebalancePolicy, parse_policy
-from respread.runtime import metrics
-from respread.runtime.acting import Acting
-from respread.runtime.cache import ClusterCache
-from respread.surge import (
+from respread.remedies.surge.orphans import in_flight_count, orphans, overdue, unknown_policies
+from respread.remedies.surge.plan import (
     ActionKind,
     InFlight,
     Operation,
@@ -42,8 +40,10 @@ from respread.surge import (
     operations,
     start,
 )
-from respread.surge_orphans import in_flight_count, orphans, overdue, unknown_policies
-from respread.surge_scope import follower_state
+from respread.remedies.surge.scope import follower_state
+from respread.runtime import metrics
+from respread.runtime.acting import Acting
+from respread.runtime.cache import ClusterCache
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """APScheduler triggers for a policy's schedule: every interval, or cron as cron(8) reads it.
 
-The cron expression is parsed by respread.cron (never by ``CronTrigger.from_crontab``, which
+The cron expression is parsed by respread.inputs.cron (never by ``CronTrigger.from_crontab``, which
 numbers weekdays from Monday and joins day of month and day of week with AND) and given to
 APScheduler as explicit value lists; a day-of-month OR day-of-week schedule becomes two cron
 triggers under an OrTrigger.
@@ -15,8 +15,8 @@ from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from respread.cron import parse_cron
-from respread.policy import Schedule
+from respread.inputs.cron import parse_cron
+from respread.inputs.policy import Schedule
 
 CRON_JITTER = 30  # seconds
 EPSILON = timedelta(seconds=1)

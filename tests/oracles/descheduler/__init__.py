@@ -8,7 +8,7 @@ One comparison: the same cluster and the same plugin arguments go to the desched
 to the cluster and the result is judged by respread's analysis (the scheduler's Filter rule,
 which the scheduler oracle checks against kube-scheduler itself):
 
-* respread's moves land where respread predicted (``respread.replay.apply_moves``);
+* respread's moves land where respread predicted (``respread.remedies.evict.replay.apply_moves``);
 * the descheduler's evicted pods are gone, and each replacement lands, in eviction order, where
   the same predictor (the planner's ``landing``) puts it with all the evicted pods out of the
   counts and earlier replacements' room reserved (``land_evictions``). The descheduler itself
@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from respread.analysis import Analysis, Members, analyze, workload_of
-from respread.model import ClusterState, Pod
-from respread.planner import Plan, _Simulation, plan
-from respread.policy import RebalancePolicy, parse_policy
-from respread.replay import apply_moves
+from respread.analysis.groups import Analysis, Members, analyze, workload_of
+from respread.core.model import ClusterState, Pod
+from respread.inputs.policy import RebalancePolicy, parse_policy
+from respread.remedies.evict.planner import Plan, _Simulation, plan
+from respread.remedies.evict.replay import apply_moves
 
 Json = dict[str, Any]
 

@@ -1,0 +1,397 @@
+"""Spread analysis: every constraint group, its domain counts, skew and state.
+
+A *group* is the pods of one workload that share a profile (spread.py), seen through one of the
+profile's constraints. A group is Violated when at least one of its pods sits where the
+scheduler would not place it again today (the Filter, with the pod itself taken out of the
+counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is reported as
+``max(count) - globalMin`` over the eligible domains, as the design defines it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from respread.core.kernel import CountTable, FilterStatus
+from respread.core.model import ClusterState, Labels, Namespace, Pod, When
+from respread.core.selectors import selector_matches
+from respread.inputs.policy import RebalancePolicy
+from respread.scheduling.spread import EffectiveConstraint, Profile, SpreadIndex
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadRef:
+    namespace: str
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+class GroupState(StrEnum):
+    BALANCED = "Balanced"
+    VIOLATED = "Violated"
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """The pods of one workload sharing one profile, by node."""
+
+    workload: WorkloadRef
+    profile: Profile
+    by_node: Mapping[str, tuple[Pod, ...]]
+
+    @property
+    def count(self) -> int:
+        return sum(len(p) for p in self.by_node.values())
+
+    @property
+    def labels(self) -> Labels:
+        """The labels of one of them, standing for all: they share the labels their own
+        selectors read, and differ at most in per-pod ones (a StatefulSet's pod name) that
+        another workload's selector seldom reads."""
+        return next(iter(self.by_node.values()))[0].labels
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    members: Members
+    index: int
+    counts: Mapping[str, int]  # sparse: eligible domains not listed hold 0
+    domains: tuple[str, ...]  # every eligible domain, sorted
+    global_min: int
+    skew: int
+    violating: int  # member pods the scheduler would not place where they are
+    unresolvable: int  # of those, pods on nodes lacking a topology key
+    minimum_moves: int | None  # the fewest moves for this constraint alone; None: none can fix it
+    # of the misplaced, pods on nodes the inclusion policies leave out of the counts (judged as
+    # one more pod of their domain: misplaced there at a skew of maxSkew)
+    outside: int = 0
+
+    @property
+    def constraint(self) -> EffectiveConstraint:
+        return self.members.profile.constraints[self.index]
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return self.members.workload
+
+    @property
+    def state(self) -> GroupState:
+        return GroupState.VIOLATED if self.violating else GroupState.BALANCED
+
+    def domain_count(self, domain: str) -> int:
+        return self.counts.get(domain, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    index: SpreadIndex
+    members: tuple[Members, ...]
+    groups: tuple[Group, ...]
+    pods_scanned: int = 0
+    namespaces_skipped: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def violations(self) -> tuple[Group, ...]:
+        return tuple(g for g in self.groups if g.state is GroupState.VIOLATED)
+
+
+def workload_of(pod: Pod, index: SpreadIndex) -> WorkloadRef:
+    """The top-level controller: a Deployment for its ReplicaSets' pods, else the owner."""
+    owner = pod.owner
+    if owner is None:
+        return WorkloadRef(pod.namespace, "Pod", pod.name)
+    if owner.kind == "ReplicaSet":
+        rs = index.workloads.get((pod.namespace, "ReplicaSet", owner.name))
+        if rs is not None and rs.owner is not None:
+            return WorkloadRef(pod.namespace, rs.owner.kind, rs.owner.name)
+        if rs is None:
+            # A Deployment names its ReplicaSets <deployment>-<pod-template-hash>.
+            h = pod.labels.get("pod-template-hash")
+            if h and owner.name.endswith("-" + h) and len(owner.name) > len(h) + 1:
+                return WorkloadRef(pod.namespace, "Deployment", owner.name[: -len(h) - 1])
+    return WorkloadRef(pod.namespace, owner.kind, owner.name)
+
+
+def namespace_selected(
+    name: str, policy: RebalancePolicy, namespaces: Mapping[str, Namespace]
+) -> bool:
+    sel = policy.selection
+    if sel.include_namespaces and name not in sel.include_namespaces:
+        return False
+    if name in sel.exclude_namespaces:
+        return False
+    if sel.namespace_selector is not None:
+        ns = namespaces.get(name)
+        return ns is not None and selector_matches(sel.namespace_selector, ns.labels)
+    return True
+
+
+def build_index(state: ClusterState, policy: RebalancePolicy) -> SpreadIndex:
+    return SpreadIndex(
+        state,
+        default_constraints=policy.constraints.default_constraints,
+        empty_selector_matches_all=policy.constraints.empty_selector_matches_all,
+        include_soft=When.SCHEDULE_ANYWAY in policy.constraints.when_unsatisfiable,
+    )
+
+
+def collect_members(
+    index: SpreadIndex, policy: RebalancePolicy
+) -> tuple[tuple[Members, ...], frozenset[str]]:
+    """Bound, live pods with spread constraints, grouped by workload and profile."""
+    state = index.state
+    all_pods = state.pods
+    namespaces = {n.name: n for n in state.namespaces}
+    selected: dict[str, bool] = {}
+    buckets: dict[tuple[WorkloadRef, int], dict[str, list[int]]] = defaultdict(dict)
+    profiles: dict[int, Profile] = {}
+    skipped: set[str] = set()
+    for positions in index.shapes:
+        first = all_pods[positions[0]]
+        ok = selected.get(first.namespace)
+        if ok is None:
+            ok = selected[first.namespace] = namespace_selected(first.namespace, policy, namespaces)
+        if not ok:
+            skipped.add(first.namespace)
+            continue
+        profile = index.profile_of(first)
+        if not any(wanted(c, policy) for c in profile.constraints):
+            continue
+        profiles[id(profile)] = profile
+        by_node = buckets[(workload_of(first, index), id(profile))]
+        for position in positions:
+            node = all_pods[position].node_name
+            assert node is not None
+            on_node = by_node.get(node)
+            if on_node is None:
+                by_node[node] = [position]
+            else:
+                on_node.append(position)
+
+    profiles_of = Counter(workload for workload, _ in buckets)
+
+    def order(
+        item: tuple[tuple[WorkloadRef, int], dict[str, list[int]]],
+    ) -> tuple[WorkloadRef, str]:
+        # A workload's profiles (the ReplicaSets of a rollout) in the order of their first pod's
+        # name: deterministic for any listing order (never by the profiles' identities).
+        (workload, _), by_node = item
+        if profiles_of[workload] == 1:
+            return workload, ""
+        return workload, min(all_pods[i].name for p in by_node.values() for i in p)
+
+    pod_at = all_pods.__getitem__
+    members = tuple(
+        Members(
+            workload,
+            profiles[pid],
+            {n: tuple(map(pod_at, sorted(p))) for n, p in sorted(by_node.items())},
+        )
+        for (workload, pid), by_node in sorted(buckets.items(), key=order)
+    )
+    return members, frozenset(skipped)
+
+
+def wanted(constraint: EffectiveConstraint, policy: RebalancePolicy) -> bool:
+    return constraint.when in policy.constraints.when_unsatisfiable
+
+
+def violating_nodes(
+    index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
+) -> dict[str, FilterStatus]:
+    """Nodes whose members the scheduler would not place there again, for one constraint."""
+    profile = members.profile
+    out: dict[str, FilterStatus] = {}
+    table = tables[constraint]
+    judge = index.rules(profile)[constraint]
+    key = judge.key
+    counts = table.counts
+    # the rule's ceilings, once per group: every node of every group is judged
+    _, ceiling, ceiling_counted = judge.ceilings(table)
+    if index.counts_pod(profile.constraints[constraint].selector, members.labels):
+        node_domain = table.space.node_domain  # members there are in the counts
+    else:
+        node_domain = {}
+    nodes = index.nodes
+    for node_name in members.by_node:
+        value = nodes[node_name].labels.get(key)
+        if value is None:
+            out[node_name] = FilterStatus.UNRESOLVABLE
+        elif counts.get(value, 0) > (ceiling_counted if node_name in node_domain else ceiling):
+            out[node_name] = FilterStatus.UNSCHEDULABLE
+    return out
+
+
+def _outside_counts(
+    index: SpreadIndex,
+    members: Members,
+    key: str,
+    table: CountTable,
+    bad: Mapping[str, FilterStatus],
+) -> Counter[str]:
+    """Misplaced members on nodes that have the key but that the constraint's inclusion
+    policies leave out of the counts, per domain. The Filter judges such a pod as if it were
+    one more pod of its domain (count + 1 - min), so, for the fewest moves, it stands in its
+    domain like a counted pod: it must move, or its domain must drain (a lower bound, exact
+    but where its domain is the emptiest)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, status in bad.items():
+        if status is FilterStatus.UNRESOLVABLE or node_name in space.node_domain:
+            continue
+        value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(members.by_node[node_name])
+    return out
+
+
+def _members_by_domain(
+    index: SpreadIndex, members: Members, key: str, table: CountTable, counted: bool
+) -> Counter[str]:
+    """The members per eligible domain that must pass there: in the counts when their
+    selector counts them, else on any node of the domain (the Filter reads the domain's
+    count for them wherever they sit)."""
+    out: Counter[str] = Counter()
+    space = table.space
+    for node_name, pods in members.by_node.items():
+        if counted:
+            value = space.node_domain.get(node_name)
+        else:
+            value = index.nodes[node_name].labels.get(key)
+        if value is not None and value in space.domain_nodes:
+            out[value] += len(pods)
+    return out
+
+
+def group_moves(
+    counts: Mapping[str, int],
+    members: Mapping[str, int],
+    domains: Sequence[str],
+    max_skew: int,
+    min_domains: int,
+    *,
+    arriving: int = 0,
+    counted: bool = True,
+) -> int | None:
+    """The fewest moves that let every member of a group pass one constraint (a lower bound
+    where the counts hold pods that are not the group's; exact, ``minimum_moves``, where they
+    hold nothing else). None when moves cannot fix it.
+
+    ``counts`` and ``members`` are sparse over the eligible ``domains`` (absent: 0).
+    ``members``: the group's pods that must pass in each domain (in ``counts`` when
+    ``counted``). Only a domain holding members must end within maxSkew of the minimum: one
+    over it costs the fewer of its excess and its members (they may all leave instead);
+    ``arriving`` members must move whatever happens, and fill emptier domains when counted.
+    """
+    held = {d: n for d, n in counts.items() if n}
+    must = {d: n for d, n in members.items() if n}
+    if counted and must == held:
+        return minimum_moves([held.get(d, 0) for d in domains], max_skew, min_domains, arriving)
+    if not domains:
+        return None
+    pairs = [(held.get(d, 0), m) for d, m in must.items()]
+    if len(domains) < min_domains:  # the global minimum is 0
+        if counted and sum(must.values()) + arriving > max_skew * len(domains):
+            return None
+        return arriving + sum(min(c - max_skew, m) for c, m in pairs if c > max_skew)
+    empty = len(domains) - len(held)  # eligible domains holding none
+    best: int | None = None
+    for low in range(max(held.values(), default=0) + arriving + 1):  # the final minimum
+        high = low + max_skew
+        out = sum(min(c - high, m) for c, m in pairs if c > high)
+        into = low * empty + sum(low - c for c in held.values() if c < low)
+        cost = arriving + max(out, into - arriving if counted else into)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+def minimum_moves(
+    counts: list[int], max_skew: int, min_domains: int, arriving: int = 0
+) -> int | None:
+    """The fewest pod moves that bring one constraint within maxSkew, if moves alone can.
+
+    Assumes every counted pod may move and every domain has room. ``arriving``: counted pods
+    that must move into some domain whatever happens (they sit on nodes without the key).
+    Pods leave domains above the final maximum H and fill domains below the final minimum
+    L = H - maxSkew, the arriving pods first; the cost of a target (L, H) is the arriving pods
+    plus the larger of the pods leaving and the gaps the arriving pods leave, minimised over L.
+    """
+    domains, total = len(counts), sum(counts) + arriving
+    if domains == 0:
+        return None
+    if domains < min_domains:
+        if total > max_skew * domains:
+            return None
+        return arriving + sum(max(0, c - max_skew) for c in counts)
+    best: int | None = None
+    for low in range(total // domains + 1):
+        high = low + max_skew
+        if high * domains < total:
+            continue
+        out = sum(c - high for c in counts if c > high)
+        into = sum(low - c for c in counts if c < low)
+        cost = arriving + max(out, into - arriving)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+def analyze(
+    state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | None = None
+) -> Analysis:
+    index = index or build_index(state, policy)
+    members, skipped = collect_members(index, policy)
+    groups: list[Group] = []
+    # Spaces are shared by many groups; sorting a hostname space's thousands of domains once
+    # per space rather than once per group keeps analysis linear (and shares the tuples).
+    sorted_domains: dict[int, tuple[str, ...]] = {}
+    for m in members:
+        tables = index.tables(m.profile)
+        for i, c in enumerate(m.profile.constraints):
+            if not wanted(c, policy):
+                continue
+            table = tables[i]
+            bad = violating_nodes(index, m, tables, i)
+            violating = sum(len(m.by_node[n]) for n in bad)
+            unresolvable = sum(
+                len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
+            )
+            gmin = table.global_min(c.min_domains)
+            domains = sorted_domains.get(id(table.space))
+            if domains is None:
+                domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
+            moves = None
+            outside: Counter[str] = Counter()
+            if violating:
+                counted = index.counts_pod(c.selector, m.labels)
+                own = _members_by_domain(index, m, c.key, table, counted)
+                if counted:
+                    outside = _outside_counts(index, m, c.key, table, bad)
+                moves = group_moves(
+                    Counter(table.counts) + outside if outside else table.counts,
+                    own + outside,
+                    domains,
+                    c.max_skew,
+                    c.min_domains,
+                    arriving=unresolvable,
+                    counted=counted,
+                )
+            groups.append(
+                Group(
+                    members=m,
+                    index=i,
+                    counts=dict(table.counts),
+                    domains=domains,
+                    global_min=gmin,
+                    skew=table.max_count() - gmin if domains else 0,
+                    violating=violating,
+                    unresolvable=unresolvable,
+                    minimum_moves=moves,
+                    outside=sum(outside.values()),
+                )
+            )
+    return Analysis(index, members, tuple(groups), len(state.pods), skipped)

@@ -1,0 +1,1 @@
+"""Slim immutable records, the Filter kernel, selectors, quantities, bounds, annotation names."""

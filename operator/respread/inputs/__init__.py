@@ -1,0 +1,2 @@
+"""Bounded readers: documents, the objects of a snapshot, the RebalancePolicy and its schema,
+cron."""

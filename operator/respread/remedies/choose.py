@@ -1,0 +1,166 @@
+"""Which remedies a policy allows, which apply to a violation, and which is chosen.
+
+Eviction (planner.py) repairs a violation now; deletion-cost ordering (deletion_cost.py)
+prevents the next scale-in from making one, and makes a scale-in of a violated Deployment take
+the misplaced pods first. With ``spec.remediation.evict: false`` the eviction plan is still
+computed (it says whether eviction could fix a violation) but every step is deferred, so
+nothing is evicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Final
+
+from respread.analysis.groups import WorkloadRef
+from respread.inputs.policy import RebalancePolicy
+from respread.remedies.cost.order import ORDERED_KINDS, CostPlan
+from respread.remedies.evict.planner import Outcome, Plan, StepState
+from respread.remedies.surge.plan import SurgeReport
+
+EVICTION_OFF: Final = "spec.remediation.evict is false"
+SURGE_HOLDS: Final = "a surge move holds this Deployment (spec.remediation.surge)"
+
+
+class Remedy(StrEnum):
+    EVICT = "Evict"
+    DELETION_COST = "DeletionCost"
+    SURGE = "Surge"
+
+
+@dataclass(frozen=True, slots=True)
+class RemedyVerdict:
+    remedy: Remedy
+    enabled: bool  # the policy allows it
+    applies: bool  # it can act on this violation
+    reason: str
+
+
+def apply_remediation(plan: Plan, policy: RebalancePolicy) -> Plan:
+    """The plan as the policy's remedies allow it: unchanged, or with every eviction deferred."""
+    if policy.remediation.evict:
+        return plan
+    deferred = tuple(
+        replace(m, state=StepState.DEFERRED, deferred_by=EVICTION_OFF) for m in plan.moves
+    )
+    return replace(
+        plan,
+        moves=(),
+        deferred=deferred + plan.deferred,
+        outcomes=tuple(replace(o, violating_after_run=o.group.violating) for o in plan.outcomes),
+        budgets_used={},
+    )
+
+
+def defer_surged(plan: Plan, busy: frozenset[WorkloadRef]) -> Plan:
+    """The plan with no eviction from a workload a surge plans or holds (they are deferred)."""
+    if not busy or not any(m.workload in busy for m in plan.moves):
+        return plan
+    held = tuple(
+        replace(m, state=StepState.DEFERRED, deferred_by=SURGE_HOLDS)
+        for m in plan.moves
+        if m.workload in busy
+    )
+    return replace(
+        plan,
+        moves=tuple(m for m in plan.moves if m.workload not in busy),
+        deferred=held + plan.deferred,
+        outcomes=tuple(
+            replace(o, violating_after_run=o.group.violating) if o.group.workload in busy else o
+            for o in plan.outcomes
+        ),
+    )
+
+
+def eviction_blocked(plan: Plan, evict: bool) -> frozenset[WorkloadRef]:
+    """The violated workloads that eviction does not fix: eviction not allowed, or no eviction
+    of theirs this run and a group that later runs cannot fix either."""
+    if not evict:
+        return frozenset(o.group.workload for o in plan.outcomes)
+    moving = {m.workload for m in plan.moves}
+    return frozenset(
+        o.group.workload for o in plan.outcomes if not o.fixable and o.group.workload not in moving
+    )
+
+
+def hold_costs(costs: CostPlan | None, busy: frozenset[WorkloadRef]) -> CostPlan | None:
+    """The deletion-cost plan without writes to the pods of workloads a surge holds."""
+    if costs is None or not busy:
+        return costs
+    held = {id(e.pod) for o in costs.orders if o.workload in busy for e in o.pods}
+    return replace(costs, patches=tuple(p for p in costs.patches if id(p.pod) not in held))
+
+
+def surge_verdict(
+    outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None
+) -> RemedyVerdict:
+    """Surge: applies when a surge is planned or in flight for the violation's Deployment."""
+    workload = outcome.group.workload
+    enabled = policy.remediation.surge.enabled
+    if workload.kind != "Deployment":
+        return RemedyVerdict(
+            Remedy.SURGE, enabled, False, f"a {workload.kind} is not surged (Deployments only)"
+        )
+    if surge is not None:
+        for f in surge.in_flight:
+            if f.workload == workload:
+                return RemedyVerdict(
+                    Remedy.SURGE,
+                    enabled,
+                    True,
+                    f"a surge is in flight ({f.operation.phase.value}, "
+                    f"{f.operation.original} -> {f.operation.target} replicas)",
+                )
+        for p in surge.plans:
+            if p.workload == workload:
+                return RemedyVerdict(
+                    Remedy.SURGE,
+                    enabled,
+                    True,
+                    f"scaling {p.original} -> {p.original + p.surge} and back fixes it",
+                )
+        for sk in surge.skips:
+            if sk.workload == workload:
+                return RemedyVerdict(Remedy.SURGE, enabled, False, sk.reason)
+    if not enabled:
+        return RemedyVerdict(
+            Remedy.SURGE, False, False, "not evaluated (spec.remediation.surge.enabled is false)"
+        )
+    return RemedyVerdict(Remedy.SURGE, True, False, "no surge planned")
+
+
+def remedies(
+    outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None = None
+) -> tuple[RemedyVerdict, ...]:
+    """Each remedy for one violation: allowed, applicable, and why."""
+    kind = outcome.group.workload.kind
+    evict_applies = outcome.fixable
+    cost_applies = kind in ORDERED_KINDS
+    return (
+        RemedyVerdict(
+            Remedy.EVICT,
+            policy.remediation.evict,
+            evict_applies,
+            "evicting the misplaced pods fixes it"
+            if evict_applies
+            else "eviction cannot fix it (see message)",
+        ),
+        RemedyVerdict(
+            Remedy.DELETION_COST,
+            policy.remediation.deletion_cost.enabled,
+            cost_applies,
+            "the next scale-in removes the misplaced pods first and keeps maxSkew"
+            if cost_applies
+            else f"a {kind} does not scale in by pod-deletion-cost",
+        ),
+        surge_verdict(outcome, policy, surge),
+    )
+
+
+def chosen(verdicts: tuple[RemedyVerdict, ...]) -> Remedy | None:
+    """A surge that is allowed and applies (it holds the Deployment: no eviction from it);
+    else the first remedy, in the order given, that is both allowed and applicable."""
+    if any(v.remedy is Remedy.SURGE and v.enabled and v.applies for v in verdicts):
+        return Remedy.SURGE
+    return next((v.remedy for v in verdicts if v.enabled and v.applies), None)

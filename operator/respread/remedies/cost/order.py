@@ -1,0 +1,849 @@
+"""Pod-deletion-cost ordering: the scale-in order that keeps a workload's spread constraints.
+
+The ReplicaSet controller picks the pods a scale-in deletes by its own ranking, never by
+topology: unassigned pods first, then Pending, Unknown, then Running pods that are not Ready,
+then the lowest ``controller.kubernetes.io/pod-deletion-cost``, then the pods doubled up on a
+node, then the most recently Ready, then the youngest. Only the cost is ours to set. So, per
+ReplicaSet of a Deployment (or a ReplicaSet of its own) with hard spread constraints:
+
+1. Its active pods are split into the controller's *tiers* (the ranking before the cost). The
+   tiers are removed in that order whatever the costs; within a tier the cost decides.
+2. Removals are simulated one at a time on working copies of the count tables the rest of
+   respread uses (spread.py), and each state is judged exactly as the analysis judges a group
+   (analysis.violating_nodes): every hard constraint of the workload, and every other
+   workload's hard constraint whose selector counts these pods and that was balanced before.
+3. A depth-first search (pods on one node in one tier are interchangeable, so it branches on
+   nodes, prefers the most crowded domains, and remembers dead ends) finds an order that keeps
+   every state within maxSkew whenever one exists, within a bounded number of steps. Past the
+   bound, or when no such order exists (the workload is already violated, or other workloads'
+   pods make it impossible), each step takes the removal that leaves the fewest misplaced pods.
+4. The first pod to remove gets the lowest cost. Costs are written only when the order they
+   give today differs from (and is worse than) the one computed: a current order that is as
+   good is kept, so a scale-in does not make every remaining pod's cost change. A current
+   order that keeps maxSkew in every state is as good as any, so it is kept without a search.
+5. The operator passes a CostMemo (cost_memo.py): a ReplicaSet whose inputs are all equal to
+   the last scan's gets the order found then, without a simulation.
+
+Pods whose cost annotation another field manager owns (metadata.managedFields) are conflicts:
+their ReplicaSet is left alone, unless the policy takes over. A ReplicaSet that another
+RebalancePolicy writing costs owns (cost_owner.py) is an overlap: left alone, and reported.
+StatefulSets, DaemonSets, Jobs, bare pods and other controllers are never given costs; they are
+listed with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from itertools import pairwise
+from typing import Final
+
+from respread.analysis.groups import Analysis, Members, WorkloadRef, workload_of
+from respread.core.annotations import DELETION_COST, FIELD_MANAGER
+from respread.core.kernel import CountTable, SpreadRule
+from respread.core.model import Labels, Node, Pod
+from respread.inputs.policy import DeletionCostSettings
+from respread.remedies.cost.memo import CostMemo, Remembered, ScanKeys
+from respread.remedies.cost.owner import Ownership
+from respread.scheduling.controller import INT32_MAX, INT32_MIN, Tier, current_cost, tier
+from respread.scheduling.spread import SpreadIndex, pod_counts
+
+ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
+SEARCH_STEPS: Final = 2000  # removals the search may try per ReplicaSet, beyond one per pod
+
+EXCLUSION_REASONS: Final[Mapping[str, str]] = {
+    "StatefulSet": "a StatefulSet removes its highest ordinal first; pod-deletion-cost has no say",
+    "DaemonSet": "a DaemonSet runs one pod per node and is never scaled in",
+    "Pod": "a bare pod: no controller scales it in",
+    "Job": "a Job's pods finish; it is not scaled in by pod-deletion-cost",
+}
+
+
+def foreign_managers(pod: Pod) -> tuple[str, ...]:
+    """Field managers other than respread's that own the pod's cost annotation."""
+    if DELETION_COST not in pod.annotations:
+        return ()
+    return tuple(m for m in pod.deletion_cost_managers if m != FIELD_MANAGER)
+
+
+class OrderState(StrEnum):
+    UNCHANGED = "Unchanged"  # the current costs already give the order: nothing to write
+    CHANGES = "Changes"  # some pods need a new cost
+    CONFLICT = "Conflict"  # another field manager owns a cost: left alone
+    OVERLAP = "Overlap"  # another RebalancePolicy orders these pods (cost_owner.py): left alone
+
+
+@dataclass(frozen=True, slots=True)
+class PodCost:
+    pod: Pod
+    rank: int  # 0: the first pod a scale-in removes
+    tier: Tier
+    desired: int
+    current: int | None
+    within_max_skew: bool  # every hard constraint holds once this pod (and those before) are gone
+    domains: tuple[tuple[str, str], ...]  # the pod's value of each of the workload's hard keys
+    foreign: tuple[str, ...] = ()  # other managers owning its cost annotation
+
+    @property
+    def changed(self) -> bool:
+        return self.desired != self.current
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSetOrder:
+    workload: WorkloadRef
+    replica_set: str
+    pods: tuple[PodCost, ...]  # in removal order
+    safe_steps: int  # removals, from the first, that keep every hard constraint within maxSkew
+    state: OrderState
+    message: str
+    owner: str | None = None  # Overlap: the RebalancePolicy that orders these pods
+
+    @property
+    def changed(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.changed)
+
+    @property
+    def conflicts(self) -> tuple[PodCost, ...]:
+        return tuple(p for p in self.pods if p.foreign)
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    workload: WorkloadRef
+    pods: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CostPlan:
+    orders: tuple[ReplicaSetOrder, ...]
+    excluded: tuple[Excluded, ...]
+    patches: tuple[PodCost, ...]  # the costs to write this scan, in order (bounded)
+    deferred_patches: int  # changed costs left for later scans by maxPatchesPerScan
+
+    @property
+    def overlapping(self) -> tuple[ReplicaSetOrder, ...]:
+        """The ReplicaSets another RebalancePolicy orders: never written by this one."""
+        return tuple(o for o in self.orders if o.state is OrderState.OVERLAP)
+
+
+# --------------------------------------------------------------------------------------------
+# The simulation
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """One group a removal must keep within maxSkew: members (live view) and a constraint.
+
+    ``classes`` is what analysis.violating_nodes reads of each node standing for a class: its
+    value of the key (None: unresolvable) and whether the members there are in the counts
+    (they are counted and the node is eligible), so judged with the counted ceiling."""
+
+    members: Members
+    tables: tuple[CountTable, ...]
+    index: int
+    classes: Mapping[str, tuple[str | None, bool]]
+    rule: SpreadRule
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every ReplicaSet's simulation reads: the analysis, by namespace."""
+
+    analysis: Analysis
+    members_by_namespace: Mapping[str, tuple[Members, ...]]
+    balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
+    # (id(members), constraint) -> its nodes merged by class, and the node standing for each
+    classes: dict[tuple[int, int], tuple[dict[str, tuple[Pod, ...]], dict[str, str]]] = field(
+        default_factory=dict
+    )
+
+    def by_class(
+        self, m: Members, constraint: int, eligible: Mapping[str, str]
+    ) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
+        """_by_class once per scan (the analysis holds ``m``, so its id is not reused); the
+        caller gets its own copy of the view, which its simulation changes."""
+        found = self.classes.get((id(m), constraint))
+        if found is None:
+            key = m.profile.constraints[constraint].key
+            found = self.classes[(id(m), constraint)] = _by_class(
+                m, self.analysis.index.nodes, key, eligible
+            )
+        return dict(found[0]), found[1]
+
+    @classmethod
+    def of(cls, analysis: Analysis) -> _Context:
+        by_namespace: dict[str, list[Members]] = defaultdict(list)
+        for m in analysis.members:
+            by_namespace[m.profile.namespace].append(m)
+        return cls(
+            analysis,
+            {ns: tuple(ms) for ns, ms in by_namespace.items()},
+            frozenset((id(g.members), g.index) for g in analysis.groups if not g.violating),
+        )
+
+
+def _by_class(
+    m: Members, nodes: Mapping[str, Node], key: str, eligible: Mapping[str, str]
+) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
+    """The members by node, with the nodes that the Filter cannot tell apart for one constraint
+    (same value of its key, same eligibility) merged under the first of them: the judgement of
+    violating_nodes is the same, in one step per domain rather than per node."""
+    first: dict[tuple[str | None, bool], str] = {}
+    rep_of: dict[str, str] = {}
+    grouped: dict[str, list[Pod]] = {}
+    for node, pods in m.by_node.items():
+        rep = first.setdefault((nodes[node].labels.get(key), node in eligible), node)
+        rep_of[node] = rep
+        grouped.setdefault(rep, []).extend(pods)
+    return {rep: tuple(pods) for rep, pods in grouped.items()}, rep_of
+
+
+def _prepared(
+    index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
+) -> _Check:
+    """A check with what analysis.violating_nodes reads of each of its nodes, read once."""
+    rule = index.rules(members.profile)[constraint]
+    table = tables[constraint]
+    selector = members.profile.constraints[constraint].selector
+    counted = bool(members.by_node) and index.counts_pod(selector, members.labels)
+    eligible = table.space.node_domain
+    classes = {
+        node: (index.nodes[node].labels.get(rule.key), counted and node in eligible)
+        for node in members.by_node
+    }
+    return _Check(members, tables, constraint, classes, rule)
+
+
+class _Simulation:
+    """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
+
+    def __init__(self, context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> None:
+        index = self.index = context.analysis.index
+        ids = {id(p) for p in pods}
+        by_labels: dict[int, tuple[Labels, list[Pod]]] = {}
+        for p in pods:
+            if p.node_name is not None:
+                by_labels.setdefault(id(p.labels), (p.labels, []))[1].append(p)
+        copies: dict[int, CountTable] = {}
+
+        def copy_of(table: CountTable) -> CountTable:
+            found = copies.get(id(table))
+            if found is None:
+                found = copies[id(table)] = table.copy()
+            return found
+
+        self.checks: list[_Check] = []
+        self.own: list[_Check] = []
+        # pod id -> the member views it stands in, and the node standing for its own there
+        self.membership: dict[int, list[tuple[dict[str, tuple[Pod, ...]], str]]] = defaultdict(list)
+        # pod id -> (table copy, domain) of every table that counts it
+        self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
+        # pod id -> the checks its removal can change; each check's misplaced pods, when known
+        self.affects: dict[int, set[int]] = defaultdict(set)
+        self._misplaced: list[int | None] = []
+        self._crowding: dict[str, list[tuple[CountTable, str, int]]] = {}
+        checks_of_table: dict[int, list[int]] = defaultdict(list)
+        checks_of_view: dict[int, list[int]] = defaultdict(list)
+        seen_tables: set[int] = set()
+        for m in context.members_by_namespace.get(workload.namespace, ()):
+            own = m.workload == workload and any(
+                id(p) in ids for on_node in m.by_node.values() for p in on_node
+            )
+            hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
+            if not hard:
+                continue
+            originals: tuple[CountTable, ...] | None = None
+            tables: tuple[CountTable, ...] = ()
+            for i in hard:
+                # index.is_counted, once per label set: the pods are in the namespace and live
+                selector = m.profile.constraints[i].selector
+                space = index.space(m.profile, i).node_domain
+                counts_ours = [
+                    p
+                    for labels, same in by_labels.values()
+                    if index.counts_pod(selector, labels)
+                    for p in same
+                    if p.node_name in space
+                ]
+                if not own and (not counts_ours or (id(m), i) not in context.balanced):
+                    continue
+                if originals is None:
+                    originals = index.tables(m.profile)
+                    tables = tuple(copy_of(t) for t in originals)
+                number = len(self.checks)
+                live, rep_of = context.by_class(m, i, space)
+                view = Members(m.workload, m.profile, live)
+                self.checks.append(_prepared(index, view, tables, i))
+                self._misplaced.append(None)
+                checks_of_table[id(tables[i])].append(number)
+                if own:
+                    self.own.append(self.checks[-1])
+                    checks_of_view[id(live)].append(number)
+                    for on_node in m.by_node.values():
+                        for p in on_node:
+                            if id(p) in ids:
+                                assert p.node_name is not None
+                                self.membership[id(p)].append((live, rep_of[p.node_name]))
+                table = originals[i]
+                if id(table) in seen_tables:
+                    continue
+                seen_tables.add(id(table))
+                for p in counts_ours:
+                    assert p.node_name is not None
+                    self.counted_in[id(p)].append((tables[i], space[p.node_name]))
+        for p in pods:
+            affected = self.affects[id(p)]
+            for table, _ in self.counted_in.get(id(p), ()):
+                affected.update(checks_of_table[id(table)])
+            for live, _ in self.membership.get(id(p), ()):
+                affected.update(checks_of_view[id(live)])
+
+    def remove(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, -1)
+        for live, node in self.membership.get(id(pod), ()):
+            rest = tuple(p for p in live[node] if p is not pod)
+            if rest:
+                live[node] = rest
+            else:
+                del live[node]
+        self._touch(pod)
+
+    def restore(self, pod: Pod) -> None:
+        for table, domain in self.counted_in.get(id(pod), ()):
+            table.add(domain, 1)
+        for live, node in self.membership.get(id(pod), ()):
+            live[node] = (*live.get(node, ()), pod)
+        self._touch(pod)
+
+    def _touch(self, pod: Pod) -> None:
+        for number in self.affects.get(id(pod), ()):
+            self._misplaced[number] = None
+
+    def misplaced(self) -> int:
+        """Member pods of the checked groups that sit where the scheduler would not place them."""
+        total = 0
+        for number, cached in enumerate(self._misplaced):
+            total += self._count(number) if cached is None else cached
+        return total
+
+    def _count(self, number: int) -> int:
+        """analysis.violating_nodes' judgement of the check's members, summed, with what it
+        reads of each node prepared once (_prepared)."""
+        check = self.checks[number]
+        live = check.members.by_node
+        value = 0
+        if live:
+            table = check.tables[check.index]
+            counts = table.counts
+            _, ceiling, ceiling_counted = check.rule.ceilings(table)
+            classes = check.classes
+            for node, pods in live.items():
+                domain, counted = classes[node]
+                if domain is None or counts.get(domain, 0) > (
+                    ceiling_counted if counted else ceiling
+                ):
+                    value += len(pods)
+        self._misplaced[number] = value
+        return value
+
+    def crowding(self, node: str) -> int:
+        """How far above the global minimum a node's domains are, over the own constraints."""
+        entries = self._crowding.get(node)
+        if entries is None:
+            entries = self._crowding[node] = [
+                (table, domain, c.min_domains)
+                for check in self.own
+                for c, table in [
+                    (
+                        check.members.profile.constraints[check.index],
+                        check.tables[check.index],
+                    )
+                ]
+                if (domain := table.space.node_domain.get(node)) is not None
+            ]
+        total = 0
+        for table, domain, md in entries:
+            total += table.counts.get(domain, 0) - table.global_min(md)
+        return total
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+
+
+class _Buckets:
+    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable."""
+
+    def __init__(self, pods: Sequence[Pod]) -> None:
+        groups: dict[tuple[Tier, str], list[Pod]] = defaultdict(list)
+        for p in pods:
+            groups[(tier(p), p.node_name or "")].append(p)
+        # within a bucket the controller's own preference: youngest first, then by name
+        self.keys = sorted(groups)
+        self.pods = [
+            sorted(groups[k], key=lambda p: (-(p.created or 0.0), p.name)) for k in self.keys
+        ]
+        self.left = [len(b) for b in self.pods]
+        self.remaining = sum(self.left)
+        self.per_node: dict[str, int] = defaultdict(int)
+        for (_, node), n in zip(self.keys, self.left, strict=True):
+            self.per_node[node] += n
+
+    def state(self) -> tuple[int, ...]:
+        return tuple(self.left)
+
+    def open(self) -> list[int]:
+        """The buckets the next removal may come from: those of the lowest tier left."""
+        lowest = min((self.keys[b][0] for b, n in enumerate(self.left) if n), default=None)
+        return [b for b, n in enumerate(self.left) if n and self.keys[b][0] == lowest]
+
+    def take(self, b: int) -> Pod:
+        pod = self.pods[b][len(self.pods[b]) - self.left[b]]
+        self.left[b] -= 1
+        self.remaining -= 1
+        self.per_node[self.keys[b][1]] -= 1
+        return pod
+
+    def give_back(self, b: int) -> Pod:
+        self.left[b] += 1
+        self.remaining += 1
+        self.per_node[self.keys[b][1]] += 1
+        return self.pods[b][len(self.pods[b]) - self.left[b]]
+
+    def on_node(self, node: str) -> int:
+        return self.per_node[node]
+
+
+def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
+    """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
+    node = buckets.keys[b][1]
+    return (-sim.crowding(node) if node else 0, -buckets.on_node(node), node)
+
+
+def _candidates(sim: _Simulation, buckets: _Buckets) -> list[int]:
+    """The open buckets, best first (their safety is checked when they are tried)."""
+    return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
+
+
+def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+    """The longest run of removals found that keeps every check within maxSkew (complete
+    when one exists and the budget allows), and the removals tried; the simulation is left as
+    it was found."""
+    best: list[int] = []
+    path: list[int] = []
+    dead: set[tuple[int, ...]] = set()
+    stack = [_candidates(sim, buckets)]
+    steps = 0
+    while stack and steps < budget:
+        moves = stack[-1]
+        if not moves:
+            dead.add(buckets.state())
+            stack.pop()
+            if path:
+                sim.restore(buckets.give_back(path.pop()))
+            continue
+        b = moves.pop(0)
+        sim.remove(buckets.take(b))
+        steps += 1
+        if buckets.state() in dead or sim.misplaced():
+            sim.restore(buckets.give_back(b))
+            continue
+        path.append(b)
+        if len(path) > len(best):
+            best = list(path)
+            if not buckets.remaining:
+                break
+        stack.append(_candidates(sim, buckets))
+    while path:
+        sim.restore(buckets.give_back(path.pop()))
+    return best, steps
+
+
+def _least_harm(sim: _Simulation, buckets: _Buckets) -> int:
+    """The open bucket whose next pod leaves the fewest misplaced pods (then the preference)."""
+    scored = []
+    for b in buckets.open():
+        preference = _preference(sim, buckets, b)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        scored.append((sim.misplaced(), preference, b))
+        sim.restore(pod)
+        buckets.give_back(b)
+    return min(scored)[2]
+
+
+def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
+    """Every pod, in the order to remove them, each with whether the state after it is within
+    maxSkew. The simulation is left with every pod removed."""
+    buckets = _Buckets(pods)
+    budget = SEARCH_STEPS + 2 * len(pods)
+    out: list[tuple[Pod, bool]] = []
+    while buckets.remaining:
+        # once the budget is spent, the least harmful removal is also the greedy safe one
+        run, tried = _search(sim, buckets, budget) if budget > 0 else ([], 0)
+        budget -= tried
+        for b in run:
+            pod = buckets.take(b)
+            sim.remove(pod)
+            out.append((pod, True))
+        if not buckets.remaining:
+            break
+        b = _least_harm(sim, buckets)
+        pod = buckets.take(b)
+        sim.remove(pod)
+        out.append((pod, sim.misplaced() == 0))
+    return out
+
+
+def replay(sim: _Simulation, order: Sequence[Pod]) -> list[bool]:
+    """Whether each state along ``order`` is within maxSkew; the simulation is restored."""
+    out = []
+    for pod in order:
+        sim.remove(pod)
+        out.append(sim.misplaced() == 0)
+    for pod in reversed(order):
+        sim.restore(pod)
+    return out
+
+
+def _quality(safe: Sequence[bool]) -> tuple[int, int]:
+    """Better orders keep maxSkew for longer from the start, then in more states."""
+    prefix = next((i for i, ok in enumerate(safe) if not ok), len(safe))
+    return prefix, sum(safe)
+
+
+def _ranked_by_cost(pods: Sequence[Pod]) -> list[Pod] | None:
+    """The order the controller takes today, when the current costs alone decide it (every
+    pod has a cost, distinct within its tier); else None."""
+    costs = [(tier(p), current_cost(p), p) for p in pods]
+    if any(c is None for _, c, _ in costs):
+        return None
+    keyed = sorted(((t, c, p) for t, c, p in costs), key=lambda x: (x[0], x[1] or 0))
+    for (t1, c1, _), (t2, c2, _) in pairwise(keyed):
+        if t1 == t2 and c1 == c2:
+            return None
+    return [p for _, _, p in keyed]
+
+
+# --------------------------------------------------------------------------------------------
+# Per ReplicaSet, and for the whole cluster
+
+
+def _own_keys(sim: _Simulation) -> tuple[str, ...]:
+    """The topology keys of the workload's hard constraints, each once, in order."""
+    return tuple(dict.fromkeys(c.members.profile.constraints[c.index].key for c in sim.own))
+
+
+def _domains(
+    keys: Sequence[str], nodes: Mapping[str, Node], pod: Pod
+) -> tuple[tuple[str, str], ...]:
+    node = None if pod.node_name is None else nodes.get(pod.node_name)
+    if node is None:
+        return ()
+    return tuple((key, node.labels[key]) for key in keys if key in node.labels)
+
+
+def _kept_or_searched(sim: _Simulation, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
+    """The order to give (the current costs' when they are as good as the search's), whether
+    each state along it is within maxSkew, and whether it is the current costs' order.
+
+    A current order whose every state is within maxSkew has the best quality there is, so it
+    is kept whatever the search would find: the search runs only when it is not."""
+    today = _ranked_by_cost(pods)
+    safe_today = replay(sim, today) if today is not None else None
+    if today is not None and safe_today is not None and all(safe_today):
+        return today, safe_today, True
+    computed = removal_order(sim, pods)
+    for pod, _ in reversed(computed):
+        sim.restore(pod)
+    order = [p for p, _ in computed]
+    safe = [ok for _, ok in computed]
+    if today is not None and safe_today is not None and _quality(safe_today) >= _quality(safe):
+        return today, safe_today, True
+    return order, safe, False
+
+
+def order_replica_set(
+    context: _Context,
+    *,
+    workload: WorkloadRef,
+    replica_set: str,
+    pods: Sequence[Pod],
+    settings: DeletionCostSettings,
+) -> ReplicaSetOrder:
+    """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
+    found = _ordered(context, workload, pods)
+    nodes = context.analysis.index.nodes
+    return _assembled(workload, replica_set, pods, found, nodes=nodes, settings=settings)
+
+
+def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
+    """The order simulated, by positions in ``pods``, in the form the memo keeps."""
+    sim = _Simulation(context, workload, pods)
+    violated = sim.misplaced() > 0
+    order, safe, keep = _kept_or_searched(sim, pods)
+    position = {id(p): i for i, p in enumerate(pods)}
+    return Remembered(
+        tuple(position[id(p)] for p in order),
+        tuple(safe),
+        keep,
+        _own_keys(sim),
+        violated,
+    )
+
+
+def _remembered(
+    context: _Context,
+    keys: ScanKeys,
+    workload: WorkloadRef,
+    pods: Sequence[Pod],
+    replica_set: str,
+) -> Remembered:
+    """The order an earlier scan found for exactly these inputs, else the simulated one."""
+    key = keys.replica_set(workload, replica_set, pods)
+    found = keys.memo.recall(key)
+    if found is None:
+        found = _ordered(context, workload, pods)
+        keys.memo.store(key, found)
+    return found
+
+
+def _assembled(
+    workload: WorkloadRef,
+    replica_set: str,
+    pods: Sequence[Pod],
+    found: Remembered,
+    *,
+    nodes: Mapping[str, Node],
+    settings: DeletionCostSettings,
+    owner: str | None = None,
+) -> ReplicaSetOrder:
+    """The order's costs, what changes and the message, for the pods as they are now;
+    ``owner``: another RebalancePolicy that orders these pods (then nothing is written)."""
+    keep, safe = found.kept, found.safe
+    entries = []
+    for rank, (position, ok) in enumerate(zip(found.order, safe, strict=True)):
+        pod = pods[position]
+        now = current_cost(pod)
+        entries.append(
+            PodCost(
+                pod=pod,
+                rank=rank,
+                tier=tier(pod),
+                desired=now if keep and now is not None else rank + 1,
+                current=now,
+                within_max_skew=ok,
+                domains=_domains(found.keys, nodes, pod),
+                foreign=foreign_managers(pod),
+            )
+        )
+    prefix, _ = _quality(safe)
+    conflicts = [e for e in entries if e.foreign]
+    changed = [e for e in entries if e.changed]
+    if owner is not None:
+        state = OrderState.OVERLAP
+    elif conflicts and changed and not settings.take_over:
+        state = OrderState.CONFLICT
+    elif changed:
+        state = OrderState.CHANGES
+    else:
+        state = OrderState.UNCHANGED
+    return ReplicaSetOrder(
+        workload=workload,
+        replica_set=replica_set,
+        pods=tuple(entries),
+        safe_steps=prefix,
+        state=state,
+        message=_message(safe, state, conflicts, kept=keep, violated=found.violated, owner=owner),
+        owner=owner,
+    )
+
+
+def _message(
+    safe: Sequence[bool],
+    state: OrderState,
+    conflicts: Sequence[PodCost],
+    *,
+    kept: bool,
+    violated: bool,
+    owner: str | None = None,
+) -> str:
+    total = len(safe)
+    prefix, _ = _quality(safe)
+    settled = next((i for i in range(total, 0, -1) if not safe[i - 1]), 0)
+    if prefix == total:
+        head = f"a scale-in keeps every hard constraint within maxSkew for all {total} removals"
+    # not violated, a first removal can still leave maxSkew: a lower tier goes first
+    elif violated and prefix == 0 and settled < total:
+        head = (
+            f"violated now: the first {settled} removal(s) take the most misplaced pods, and"
+            " every removal after them keeps every hard constraint within maxSkew"
+        )
+    else:
+        head = (
+            f"no order found keeps every hard constraint within maxSkew past removal {prefix}"
+            f" of {total}; past that, each removal leaves the fewest misplaced pods"
+        )
+    if state is OrderState.OVERLAP:
+        tail = f"RebalancePolicy {owner} also writes costs here and orders these pods: left alone"
+    elif state is OrderState.CONFLICT:
+        owners = sorted({m for c in conflicts for m in c.foreign})
+        tail = (
+            f"another field manager ({', '.join(owners)}) owns the cost of {len(conflicts)}"
+            " pod(s): left alone (spec.remediation.deletionCost.takeOver to write anyway)"
+        )
+    elif state is OrderState.CHANGES:
+        tail = "costs to write"
+    else:
+        tail = "the current costs already give this order" if kept else "nothing to write"
+    return f"{head}; {tail}"
+
+
+def _exclusion(workload: WorkloadRef) -> str:
+    return EXCLUSION_REASONS.get(
+        workload.kind,
+        f"a {workload.kind} does not scale in by pod-deletion-cost (only Deployments and"
+        " ReplicaSets are ordered)",
+    )
+
+
+def plan_costs(
+    analysis: Analysis,
+    settings: DeletionCostSettings,
+    memo: CostMemo | None = None,
+    ownership: Ownership | None = None,
+) -> CostPlan:
+    """Per ReplicaSet in scope, the deletion-cost order; what is never ordered; what to write.
+
+    ``memo``, kept by the caller from one scan to the next, reuses the orders of ReplicaSets
+    whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it.
+    ``ownership``: the other policies that write costs; a ReplicaSet one of them owns
+    (cost_owner.py) is reported as an overlap and never written (None: no other policy)."""
+    index = analysis.index
+    ordered: dict[WorkloadRef, bool] = {}
+    excluded: dict[WorkloadRef, int] = defaultdict(int)
+    for m in analysis.members:
+        if not any(c.hard for c in m.profile.constraints):
+            continue
+        if m.workload.kind in ORDERED_KINDS:
+            ordered[m.workload] = True
+        else:
+            excluded[m.workload] += m.count
+    replica_sets: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+    owners: dict[tuple[str, str], WorkloadRef] = {}
+    for pod in _active(index.state.pods):
+        owner = pod.owner
+        if owner is None or owner.kind != "ReplicaSet":
+            continue
+        workload = workload_of(pod, index)
+        if workload not in ordered:
+            continue
+        key = (pod.namespace, owner.name)
+        replica_sets[key].append(pod)
+        owners[key] = workload
+    context = _Context.of(analysis)
+    in_order = sorted(replica_sets.items(), key=lambda kv: (owners[kv[0]], kv[0]))
+    if memo is None:
+        found = [_ordered(context, owners[key], pods) for key, pods in in_order]
+    else:
+        memo.begin_scan()
+        keys = ScanKeys(memo, analysis, context.members_by_namespace, context.balanced)
+        found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
+        memo.end_scan()
+    orders = tuple(
+        _assembled(
+            owners[key],
+            key[1],
+            pods,
+            f,
+            nodes=index.nodes,
+            settings=settings,
+            owner=_other_owner(ownership, key[0], pods),
+        )
+        for (key, pods), f in zip(in_order, found, strict=True)
+    )
+    orders, patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
+    return CostPlan(
+        orders=orders,
+        excluded=tuple(
+            Excluded(w, n, _exclusion(w)) for w, n in sorted(excluded.items(), key=lambda x: x[0])
+        ),
+        patches=patches,
+        deferred_patches=deferred,
+    )
+
+
+def _other_owner(ownership: Ownership | None, namespace: str, pods: Sequence[Pod]) -> str | None:
+    if ownership is None:
+        return None
+    found = ownership.owner_of(namespace, pods)
+    return None if found == ownership.policy else found
+
+
+def _active(pods: Iterable[Pod]) -> Iterable[Pod]:
+    """The pods a ReplicaSet controller ranks: neither terminating nor finished."""
+    return (p for p in pods if pod_counts(p))
+
+
+def _bounded_patches(
+    orders: Sequence[ReplicaSetOrder], cap: int
+) -> tuple[tuple[ReplicaSetOrder, ...], tuple[PodCost, ...], int]:
+    """Whole ReplicaSets while they fit under the cap; conflicts are never written. A first
+    ReplicaSet larger than the cap is installed from its head over several scans (_staged):
+    its order comes back with the costs that takes."""
+    out: list[PodCost] = []
+    placed: list[ReplicaSetOrder] = []
+    deferred = 0
+    for given in orders:
+        order = given
+        if order.state is OrderState.CHANGES:
+            room = cap - len(out)
+            changed = order.changed
+            if len(changed) <= room:
+                out.extend(changed)
+            elif not out and room > 0:
+                order = _staged(order)
+                changed = order.changed
+                out.extend(changed[:room])
+                deferred += max(0, len(changed) - room)
+            else:
+                deferred += len(changed)
+        placed.append(order)
+    return tuple(placed), tuple(out), deferred
+
+
+def _staged(order: ReplicaSetOrder) -> ReplicaSetOrder:
+    """The order with the costs that install it from its head, a scan's worth at a time.
+
+    Written partly, an order leaves the pods not yet written at their old costs, and the
+    controller ranks the two together. So the new costs are laid out below every old cost: the
+    longest head of the order whose costs already rise and sit below every later pod's (read 0
+    without a cost) is kept, and the pods after it get the integers just above it (just below
+    the lowest later cost when no head is kept), in order. Whatever part of them a scan writes
+    from the head, the controller's first removals are then exactly the order's first ones, as
+    many as are written; the next scan finds them kept and goes on. Costs may go negative (the
+    annotation is an int32). Without room in the int32 range, the plain costs (rank + 1)."""
+    pods = order.pods
+    n = len(pods)
+    read = [p.current if p.current is not None else 0 for p in pods]
+    below = [INT32_MAX + 1] * (n + 1)  # below[i]: the lowest cost read from pod i on
+    for i in range(n - 1, -1, -1):
+        below[i] = min(read[i], below[i + 1])
+    kept = 0
+    for i, entry in enumerate(pods):
+        if entry.current is None or (i and entry.current <= read[i - 1]):
+            break
+        if below[i + 1] - entry.current > n - i - 1:
+            kept = i + 1  # pods 0..i in place, below the rest, with room for it between
+    first = read[kept - 1] + 1 if kept else below[0] - n  # the rest ends below below[kept]
+    if first < INT32_MIN:
+        return order
+    costs = [*read[:kept], *range(first, first + n - kept)]
+    return replace(
+        order, pods=tuple(replace(e, desired=c) for e, c in zip(pods, costs, strict=True))
+    )

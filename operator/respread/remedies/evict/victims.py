@@ -1,0 +1,129 @@
+"""The victim strategy: which pods a step tries to evict for a violated group, in what order.
+
+A group's own misplaced pods, in victim order (planner.py's docstring lists the keys): pods
+on a node lacking a topology key first, then those breaking the most constraints, from the
+most crowded domain, lowest priority, unpinned, on the node holding the most of them, the
+youngest. Across workloads: *foreign* pods, other workloads' pods that a failing constraint
+of the group counts in the domains where the group fails (moving one relieves the group, and
+may be the only way), and *followers*, pods of a workload that a move of the group's would
+break, whose own move mends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from respread.analysis.groups import Members
+from respread.analysis.whatif import SimCounts, failing
+from respread.core.model import Pod
+from respread.remedies.evict.steps import Skip
+from respread.scheduling.safety import pinned
+
+# How many pods of other workloads a step tries for a group their pods crowd.
+FOREIGN_TRIALS = 8
+
+
+def candidates(
+    counts: SimCounts,
+    m: Members,
+    moved: set[int],
+    skipped: Mapping[int, Skip],
+    refused_too: bool = False,
+) -> list[tuple[Pod, tuple[int, bool]]]:
+    """The members' misplaced pods in victim order, with the rule each fails first, less
+    those moved or skipped (but for ``refused_too``, those refused only for what the counts
+    were)."""
+    found = []
+    judge = counts.judge(m)
+    node_labels = counts.node_labels
+    for node_name, pods, verdict in counts.misplaced(m):
+        labels = node_labels[node_name]
+        live = [
+            p
+            for p in pods
+            if id(p) not in moved
+            and ((skip := skipped.get(id(p))) is None or (refused_too and skip.kind.for_the_counts))
+        ]
+        if not live:
+            continue
+        excess = 0
+        keyless = False  # on a node without a key: every fix moves the pod
+        for _, key, table, _, gmin, _, _ in judge:
+            value = labels.get(key)
+            if value is None:
+                keyless = True
+            else:
+                excess = max(excess, table.get(value, 0) - gmin)
+        broken = 1 if len(judge) == 1 else len(failing(judge, labels, node_name))
+        crowd = len(pods)
+        for pod in live:
+            found.append(
+                (
+                    pod,
+                    verdict,
+                    (
+                        not keyless,
+                        -broken,
+                        -excess,
+                        pod.priority,
+                        pinned(pod),
+                        -crowd,
+                        -(pod.created or 0.0),
+                        pod.namespace,
+                        pod.name,
+                    ),
+                )
+            )
+    found.sort(key=lambda item: item[2])
+    return [(pod, verdict) for pod, verdict, _ in found]
+
+
+def foreign(
+    counts: SimCounts, m: Members, moved: set[int], skipped: Mapping[int, Skip]
+) -> list[tuple[Members, Pod, str]]:
+    """Other workloads' pods that one of ``m``'s failing constraints counts, in the domains
+    where ``m``'s pods fail it, with the reason to move them; at most ``FOREIGN_TRIALS``,
+    lowest priority, unpinned, youngest first."""
+    counted = counts.counted_others(m)
+    if not counted:
+        return []
+    tables = counts.tables_of[id(m)]
+    crowded: dict[int, set[str]] = {}
+    for node_name, _, first in counts.misplaced(m):
+        c = m.profile.constraints[first[0]]
+        value = counts.node_labels[node_name].get(c.key)
+        if value is not None:  # a node without the key: only moving the pod itself helps
+            crowded.setdefault(first[0], set()).add(value)
+    found: list[tuple[tuple[object, ...], Members, Pod, str]] = []
+    for i, domains in crowded.items():
+        c = m.profile.constraints[i]
+        node_domain = tables[i].space.node_domain
+        for x in counted.get(i, ()):
+            for node_name, pods in counts.positions(x).items():
+                domain = node_domain.get(node_name)
+                if domain not in domains or not pods:
+                    continue
+                reason = (
+                    f"counted by the {c.key} spread of {m.workload}: "
+                    f"{c.key} {domain} holds {tables[i].get(domain)} of its pods"
+                )
+                for pod in pods:
+                    if id(pod) not in moved and id(pod) not in skipped:
+                        key = (pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
+                        found.append((key, x, pod, reason))
+    found.sort(key=lambda item: item[0])
+    return [(x, pod, reason) for _, x, pod, reason in found[:FOREIGN_TRIALS]]
+
+
+def followers(
+    counts: SimCounts, m: Members, pod: Pod, moved: set[int], skipped: Mapping[int, Skip]
+) -> list[tuple[Members, Pod]]:
+    """With ``pod`` (one of ``m``'s) moved: the misplaced pods of each other workload the
+    move touched and left misplaced, in victim order, refused ones included, at most
+    ``FOREIGN_TRIALS`` of each. Moving one may mend what the first move broke."""
+    return [
+        (x, follower)
+        for x in counts.affected(m, pod).values()
+        if x is not m and counts.violators(x)
+        for follower, _ in candidates(counts, x, moved, skipped, refused_too=True)[:FOREIGN_TRIALS]
+    ]

@@ -1,0 +1,90 @@
+"""The planner's simulated counts (respread.analysis.whatif): working tables and positions that
+moves change and undo exactly, and the misplaced pods judged on them with the kernel's rule."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from respread.analysis.groups import analyze
+from respread.analysis.whatif import SimCounts, failing, fails
+from respread.core.kernel import FilterStatus
+from respread.core.model import ClusterState, OwnerRef
+from respread.inputs.policy import DEFAULT_POLICY
+from tests.support.builders import WEB, hard, node, pod, state
+from tests.unit.scheduling.test_filter_reference import states
+
+
+def owned(cluster: ClusterState) -> ClusterState:
+    """Every pod owned by one ReplicaSet per app: grouped as a workload, and movable."""
+    pods = tuple(replace(p, owner=OwnerRef("ReplicaSet", p.labels["app"])) for p in cluster.pods)
+    return replace(cluster, pods=pods)
+
+
+@given(states(), st.data())
+def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
+    cluster: ClusterState, data: st.DataObject
+) -> None:
+    cluster = owned(cluster)
+    analysis = analyze(cluster, DEFAULT_POLICY)
+    counts = SimCounts(analysis, DEFAULT_POLICY.constraints.when_unsatisfiable)
+    for g in analysis.groups:
+        assert counts.violators(g.members, g.index) == g.violating
+    if not analysis.members:
+        return
+    before = {id(m): (counts.tally(m), counts.stamp(m)) for m in analysis.members}
+    tables = {id(t): dict(t.counts) for ts in counts.tables_of.values() for t in ts}
+    names = [n.name for n in cluster.nodes]
+    undo = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        m = data.draw(st.sampled_from(analysis.members))
+        here = [(n, p) for n, ps in counts.positions(m).items() for p in ps]
+        if not here:
+            continue
+        source, moving = data.draw(st.sampled_from(here))
+        target = data.draw(st.sampled_from(names))
+        tabled = counts.tables_counting(moving)
+        saved = counts.save((id(m), *(tid for tid, _ in tabled)))
+        counts.shift(tabled, source, -1)
+        counts.shift(tabled, target, +1)
+        counts.reposition(m, moving, source, target)
+        undo.append((m, moving, source, target, tabled, saved))
+        for x in analysis.members:  # the cache follows the change
+            judge = counts.judge(x)
+            expected = sum(
+                len(ps)
+                for n, ps in counts.positions(x).items()
+                if ps and fails(judge, counts.node_labels[n], n) is not None
+            )
+            assert counts.violators(x) == expected
+    for m, moving, source, target, tabled, saved in reversed(undo):
+        counts.reposition(m, moving, target, source)
+        counts.shift(tabled, target, -1)
+        counts.shift(tabled, source, +1)
+        counts.restore(saved)
+    assert {id(t): dict(t.counts) for ts in counts.tables_of.values() for t in ts} == tables
+    for m in analysis.members:
+        assert (counts.tally(m), counts.stamp(m)) == before[id(m)]
+
+
+def test_fails_and_failing_name_the_rules_and_verdict_explains_them() -> None:
+    constraints = (hard("zone", WEB), hard("host", WEB))
+    pods = [pod(f"p{i}", "a1", {"app": "web"}, constraints=constraints) for i in range(3)]
+    pods = [replace(p, owner=OwnerRef("ReplicaSet", "web")) for p in pods]
+    nodes = [node("a1", zone="za", host="a1"), node("b1", zone="zb", host="b1"), node("x1")]
+    analysis = analyze(state(nodes, pods), DEFAULT_POLICY)
+    counts = SimCounts(analysis, DEFAULT_POLICY.constraints.when_unsatisfiable)
+    (m,) = analysis.members
+    judge = counts.judge(m)
+    labels = counts.node_labels
+    assert fails(judge, labels["a1"], "a1") == (0, True)  # counted where they stand
+    assert failing(judge, labels["a1"], "a1") == [0, 1]
+    assert fails(judge, labels["b1"], "b1") is None  # where they would go: 0 + 1 - 0
+    assert fails(judge, labels["x1"], "x1") == (0, False)  # no key
+    verdict = counts.verdict(m, "a1", (0, True))
+    assert verdict.status is FilterStatus.UNSCHEDULABLE
+    assert verdict.reason == "zone za: 2 + 1 - 0 > maxSkew 1"
+    assert counts.verdict(m, "x1", (0, False)).status is FilterStatus.UNRESOLVABLE
+    assert counts.violators(m) == 3 and counts.violators(m, 1) == 3

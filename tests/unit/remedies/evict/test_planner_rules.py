@@ -1,0 +1,349 @@
+"""The planner's rules, one table row each: budgets, caps, protections, victim order, fit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from respread.analysis.groups import WorkloadRef, analyze
+from respread.core.model import (
+    ClusterState,
+    DisruptionBudget,
+    Labels,
+    LabelSelector,
+    Node,
+    NodeAffinity,
+    Op,
+    OwnerRef,
+    Pod,
+    PodSpec,
+    Requirement,
+    Resources,
+    SpreadConstraint,
+    When,
+)
+from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
+from respread.remedies.evict.planner import Plan, SkipKind, StepState, plan
+
+ZONE = "topology.kubernetes.io/zone"
+WEB = LabelSelector((Requirement("app", Op.IN, ("web",)),))
+SPEC = PodSpec(
+    constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, WEB),), requests=Resources(cpu=100)
+)
+RS = OwnerRef("ReplicaSet", "web-5d4f")
+WORKLOAD = WorkloadRef("ns", "ReplicaSet", "web-5d4f")
+
+
+def node(name: str, zone: str, max_pods: int | None = None) -> Node:
+    return Node(name, Labels({ZONE: zone, "kubernetes.io/hostname": name}), max_pods=max_pods)
+
+
+def pod(name: str, node_name: str, **changes: object) -> Pod:
+    base = Pod(
+        "ns", name, Labels({"app": "web"}), SPEC, node_name=node_name, owner=RS, created=1000.0
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def state(
+    *pods: Pod, budgets: tuple[DisruptionBudget, ...] = (), nodes: tuple[Node, ...] = ()
+) -> ClusterState:
+    return ClusterState(
+        nodes=nodes or (node("a1", "a"), node("b1", "b")), pods=pods, budgets=budgets
+    )
+
+
+def skewed(*overrides: Pod) -> tuple[Pod, ...]:
+    """4 pods in zone a and none in zone b: two moves fix it. ``overrides`` replace by name."""
+    pods = {p.name: p for p in (pod(f"web-{i}", "a1", created=1000.0 + i) for i in range(4))}
+    pods.update({p.name: p for p in overrides})
+    return tuple(pods.values())
+
+
+def policy(**eviction: object) -> RebalancePolicy:
+    settings = {"max_per_run": None, "max_per_workload": None, "min_pod_age": 0.0, **eviction}
+    return RebalancePolicy(
+        selection=Selection(exclude_namespaces=frozenset()), eviction=EvictionSettings(**settings)
+    )  # type: ignore[arg-type]
+
+
+def run(
+    cluster: ClusterState,
+    pol: RebalancePolicy | None = None,
+    now: float | None = None,
+    history: dict[WorkloadRef, float] | None = None,
+) -> Plan:
+    pol = pol or policy()
+    return plan(analyze(cluster, pol), pol, now=now, history=history)
+
+
+def budget(
+    allowed: int, name: str = "web", generation: int = 1, selector: LabelSelector = WEB
+) -> DisruptionBudget:
+    return DisruptionBudget(
+        "ns",
+        name,
+        selector,
+        generation=generation,
+        observed_generation=1,
+        disruptions_allowed=allowed,
+        current_healthy=4,
+        desired_healthy=4 - allowed,
+    )
+
+
+def test_two_moves_fix_four_to_zero() -> None:
+    result = run(state(*skewed()))
+    assert [(m.from_node, m.to_node) for m in result.moves] == [("a1", "b1"), ("a1", "b1")]
+    assert result.predicted_violations == 0
+
+
+PROTECTION_CASES = [
+    ("respread opt-out", {"annotations": Labels({"respread.io/evict": "false"})}, "opted out"),
+    ("karpenter", {"annotations": Labels({"karpenter.sh/do-not-disrupt": "true"})}, "opted out"),
+    (
+        "autoscaler",
+        {"annotations": Labels({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"})},
+        "opted out",
+    ),
+    ("bare pod", {"owner": None}, "bare pod"),
+    ("daemonset", {"owner": OwnerRef("DaemonSet", "agent")}, "DaemonSet"),
+    ("unknown owner", {"owner": OwnerRef("CloneSet", "x")}, "not known to replace"),
+    ("system critical", {"priority": 2_000_000_000}, "system-critical"),
+    ("local storage", {"spec": replace(SPEC, local_storage=True)}, "local storage"),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "why"), [(c[1], c[2]) for c in PROTECTION_CASES], ids=[c[0] for c in PROTECTION_CASES]
+)
+def test_protected_pods_are_never_planned(field: dict[str, object], why: str) -> None:
+    pods = tuple(pod(f"web-{i}", "a1", created=1000.0 + i, **field) for i in range(4))
+    result = run(state(*pods))
+    assert result.moves == () and result.deferred == ()
+    assert len(result.skipped) == 4
+    assert all(s.kind is SkipKind.PROTECTED and why in s.reason for s in result.skipped)
+    assert not result.outcomes[0].fixable
+
+
+def test_a_protected_pod_is_passed_over_for_the_next() -> None:
+    opted_out = pod(
+        "web-3", "a1", created=1003.0, annotations=Labels({"respread.io/evict": "false"})
+    )
+    result = run(state(*skewed(opted_out)))
+    assert [m.pod.name for m in result.moves] == ["web-2", "web-1"]
+    assert [s.pod.name for s in result.skipped] == ["web-3"]
+
+
+def test_local_storage_may_be_allowed_per_pod() -> None:
+    allowed = pod(
+        "web-3",
+        "a1",
+        created=1003.0,
+        spec=replace(SPEC, local_storage=True),
+        annotations=Labels({"respread.io/evict": "true"}),
+    )
+    result = run(state(*skewed(allowed)))
+    assert result.moves[0].pod.name == "web-3"
+
+
+def test_young_pods_wait_for_min_pod_age() -> None:
+    result = run(state(*skewed()), policy(min_pod_age=300.0), now=1002.5)
+    assert all(m.pod.name in ("web-0", "web-1", "web-2") for m in result.moves)
+    assert any("minPodAge" in s.reason for s in result.skipped)
+
+
+def test_pod_selector_limits_which_pods_may_go() -> None:
+    only_canary = LabelSelector((Requirement("track", Op.IN, ("canary",)),))
+    pol = replace(
+        policy(), selection=Selection(exclude_namespaces=frozenset(), pod_selector=only_canary)
+    )
+    result = run(state(*skewed()), pol)
+    assert result.moves == ()
+    assert {s.reason for s in result.skipped} == {"outside the policy's podSelector"}
+
+
+BUDGET_CASES = [
+    ("no disruption allowed", (budget(0),), SkipKind.BLOCKED, "allows no disruption"),
+    ("stale status", (budget(2, generation=2),), SkipKind.BLOCKED, "stale"),
+    (
+        "two budgets",
+        (budget(2, "one"), budget(2, "two")),
+        SkipKind.BLOCKED,
+        "covered by 2 PodDisruptionBudgets",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("budgets", "kind", "why"), [c[1:] for c in BUDGET_CASES], ids=[c[0] for c in BUDGET_CASES]
+)
+def test_budgets_that_refuse_block_every_covered_pod(
+    budgets: tuple[DisruptionBudget, ...], kind: SkipKind, why: str
+) -> None:
+    result = run(state(*skewed(), budgets=budgets))
+    assert result.moves == () and result.deferred == ()
+    assert {s.kind for s in result.skipped} == {kind}
+    assert all(why in s.reason for s in result.skipped)
+    assert not result.outcomes[0].fixable
+
+
+def test_a_blocked_pod_is_replaced_by_an_uncovered_one() -> None:
+    guarded = Labels({"app": "web", "guarded": "yes"})
+    only_guarded = LabelSelector((Requirement("guarded", Op.IN, ("yes",)),))
+    pods = skewed(pod("web-3", "a1", created=1003.0, labels=guarded))
+    result = run(state(*pods, budgets=(budget(0, selector=only_guarded),)))
+    assert [m.pod.name for m in result.moves] == ["web-2", "web-1"]
+
+
+def test_a_budget_used_up_by_the_plan_defers_the_rest() -> None:
+    result = run(state(*skewed(), budgets=(budget(1),)))
+    assert len(result.moves) == 1
+    (deferred,) = result.deferred
+    assert deferred.state is StepState.DEFERRED
+    assert "all used by this plan" in deferred.deferred_by
+    assert result.budgets_used == {"ns/web": 1}
+    assert result.outcomes[0].fixable
+
+
+CAP_CASES = [
+    ("maxPerRun", {"max_per_run": 1}, "maxPerRun 1 reached"),
+    ("maxPerWorkload", {"max_per_workload": 1}, "maxPerWorkload 1 reached"),
+    ("maxPerNamespace", {"max_per_namespace": 1}, "maxPerNamespace 1 reached"),
+    ("maxPerNode", {"max_per_node": 1}, "maxPerNode 1 reached on a1"),
+]
+
+
+@pytest.mark.parametrize(("caps", "why"), [c[1:] for c in CAP_CASES], ids=[c[0] for c in CAP_CASES])
+def test_caps_defer_what_they_hold_back(caps: dict[str, object], why: str) -> None:
+    result = run(state(*skewed()), policy(**caps))
+    assert len(result.moves) == 1
+    assert [d.deferred_by for d in result.deferred] == [why]
+    assert result.predicted_violations == 1 and result.outcomes[0].fixable
+
+
+def test_cooldown_defers_a_workload_evicted_recently() -> None:
+    result = run(state(*skewed()), policy(cooldown=600.0), now=5000.0, history={WORKLOAD: 4800.0})
+    assert result.moves == ()
+    assert all(d.deferred_by.startswith("cooldown") for d in result.deferred)
+
+
+ORDER_CASES = [
+    ("youngest first", {}, "web-3"),
+    ("lowest priority first", {"web-0": {"priority": -5}}, "web-0"),
+    (
+        "pinned last",
+        {
+            "web-3": {
+                "spec": replace(
+                    SPEC, affinity=NodeAffinity(Labels({"kubernetes.io/hostname": "a1"}))
+                )
+            }
+        },
+        "web-2",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "first"), [c[1:] for c in ORDER_CASES], ids=[c[0] for c in ORDER_CASES]
+)
+def test_victim_order(changes: dict[str, dict[str, object]], first: str) -> None:
+    pods = skewed(
+        *(
+            pod(name, "a1", created=1000.0 + int(name[-1]), **fields)
+            for name, fields in changes.items()
+        )
+    )
+    result = run(state(*pods), policy(max_per_run=1))
+    assert result.moves[0].pod.name == first
+
+
+def test_the_most_crowded_domain_goes_first() -> None:
+    nodes = (node("a1", "a"), node("b1", "b"), node("c1", "c"))
+    pods = [pod(f"a-{i}", "a1", created=2000.0) for i in range(3)]
+    pods += [pod(f"b-{i}", "b1", created=1000.0 + i) for i in range(5)]  # older, but more crowded
+    result = run(state(*pods, nodes=nodes), policy(max_per_run=1))
+    assert result.moves[0].from_node == "b1"
+    assert result.moves[0].to_node == "c1"
+
+
+def test_room_is_reserved_and_missing_room_reported() -> None:
+    nodes = (node("a1", "a"), node("b1", "b", max_pods=1))
+    result = run(state(*skewed(), nodes=nodes))
+    assert [m.to_node for m in result.moves] == ["b1"]
+    assert any(s.kind is SkipKind.NO_ROOM and "no room" in s.reason for s in result.skipped)
+    assert not result.outcomes[0].fixable
+
+
+def test_without_require_fit_room_is_not_checked() -> None:
+    nodes = (node("a1", "a"), node("b1", "b", max_pods=0))
+    result = run(state(*skewed(), nodes=nodes), policy(require_fit=False))
+    assert [m.to_node for m in result.moves] == ["b1", "b1"]
+
+
+def test_zone_and_hostname_are_planned_together() -> None:
+    host = "kubernetes.io/hostname"
+    spec = replace(
+        SPEC, constraints=(*SPEC.constraints, SpreadConstraint(1, host, When.DO_NOT_SCHEDULE, WEB))
+    )
+    nodes = (node("a1", "a"), node("a2", "a"), node("b1", "b"), node("b2", "b"))
+    pods = [
+        pod("web-0", "a1", spec=spec),
+        pod("web-1", "a1", spec=spec),
+        pod("web-2", "a2", spec=spec),
+        pod("web-3", "b1", spec=spec),
+    ]
+    result = run(state(*pods, nodes=nodes))
+    (move,) = result.moves
+    # b1 already holds one pod: the hostname constraint sends the replacement to b2.
+    assert (move.from_node, move.to_node) == ("a1", "b2")
+    assert result.predicted_violations == 0
+
+
+MIN_DOMAINS_3 = replace(
+    SPEC, constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, WEB, min_domains=3),)
+)
+OUTCOME_MESSAGES = [
+    # (id, pods on a1 (zone a) and b1 (zone b), changes to every pod, the outcome's message)
+    (
+        "fixable",
+        (4, 0),
+        {},
+        "4 pod(s) placed against topology.kubernetes.io/zone maxSkew 1; fixable by eviction"
+        " (at least 2 move(s))",
+    ),
+    (
+        # two eligible zones under minDomains 3: the global minimum is 0, so each zone holds at
+        # most one; a third zone would make it [2, 1, 1] after one move
+        "needs more domains",
+        (2, 2),
+        {"spec": MIN_DOMAINS_3},
+        "not fixable by eviction: 4 pods at maxSkew 1 over 2 eligible topology.kubernetes.io/zone"
+        " domain(s) (minDomains 3); needs 1 more eligible domain(s), then 1 move(s) would fix it",
+    ),
+    (
+        "every pod that would move is protected",
+        (4, 0),
+        {"priority": 2_000_000_000},
+        "not fixable by eviction now: 4 pod(s) that would have to move: system-critical pod",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "changes", "message"),
+    [c[1:] for c in OUTCOME_MESSAGES],
+    ids=[c[0] for c in OUTCOME_MESSAGES],
+)
+def test_the_outcome_says_why(
+    layout: tuple[int, int], changes: dict[str, object], message: str
+) -> None:
+    pods = [
+        pod(f"web-{node_name}-{i}", node_name, created=1000.0 + i, **changes)
+        for node_name, n in zip(("a1", "b1"), layout, strict=True)
+        for i in range(n)
+    ]
+    (outcome,) = run(state(*pods)).outcomes
+    assert outcome.message.startswith(message), outcome.message

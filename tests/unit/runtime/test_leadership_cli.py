@@ -1,0 +1,61 @@
+"""`respread run --leader-elect ...`: the flags become the Election the operator runs with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from respread import cli
+from respread.runtime import operator as operator_module
+from respread.runtime.leadership import LeaseTiming
+from respread.runtime.operator import Election
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(operator_module, "run", lambda **kw: calls.append(kw))
+    return calls
+
+
+def test_standalone_by_default(runs: list[dict[str, Any]]) -> None:
+    assert cli.main(["run", "--metrics-port", "0"]) == 0
+    assert runs == [{"kubeconfig": None, "election": None, "liveness": None, "metrics_port": None}]
+
+
+def test_leader_elect_with_defaults(runs: list[dict[str, Any]]) -> None:
+    assert cli.main(["run", "--leader-elect"]) == 0
+    (call,) = runs
+    assert call["election"] == Election("respread", None, None, LeaseTiming(15, 10, 2))
+
+
+def test_leader_elect_with_every_flag(runs: list[dict[str, Any]]) -> None:
+    assert (
+        cli.main(
+            [
+                "run",
+                "--leader-elect",
+                "--lease-name",
+                "rs",
+                "--lease-namespace",
+                "ops",
+                "--lease-duration",
+                "6s",
+                "--identity",
+                "op-a",
+            ]
+        )
+        == 0
+    )
+    (call,) = runs
+    assert call["election"] == Election("rs", "ops", "op-a", LeaseTiming.for_duration(6))
+
+
+@pytest.mark.parametrize("duration", ["soon", "500ms", "6"])
+def test_a_bad_lease_duration_is_a_usage_error(
+    runs: list[dict[str, Any]], duration: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--leader-elect", "--lease-duration", duration]) == 2
+    assert "--lease-duration" in capsys.readouterr().err
+    assert runs == []

@@ -1,0 +1,224 @@
+"""The operator's decisions that need no cluster: the bounded status, what an eviction answer
+means, loop protection and pacing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from respread.analysis.groups import WorkloadRef, analyze
+from respread.inputs.objects import load_texts
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    DeletionCostSettings,
+    RebalancePolicy,
+    RemediationSettings,
+)
+from respread.kube.evictions import Outcome, Result, TransientError, classify
+from respread.remedies.choose import apply_remediation
+from respread.remedies.evict.planner import plan
+from respread.report.build import build_report
+from respread.report.status import Execution, build_status, failed_scan_status
+from respread.runtime.memory import PolicyMemory
+from tests.support.paths import EXAMPLES
+
+NOW = "2026-11-22T10:00:00Z"
+LATER = "2026-11-22T10:05:00Z"
+
+
+def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[str, Any]:
+    texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / example).glob("*.yaml"))]
+    state = load_texts(texts).state
+    analysis = analyze(state, policy)
+    return build_report(analysis, apply_remediation(plan(analysis, policy), policy), policy)
+
+
+# ---- status -------------------------------------------------------------------------------
+
+
+def test_status_digests_the_report() -> None:
+    status = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
+    assert status["lastScanTime"] == NOW
+    assert status["summary"]["violations"] == 1
+    (v,) = status["violations"]
+    assert v["domains"] == {
+        "count": 3,
+        "max": {"name": "eu-west-1a", "pods": 4},
+        "min": {"name": "eu-west-1b", "pods": 1},
+    }
+    assert v["since"] == NOW
+    states = [s["state"] for s in status["plan"]]
+    assert states == ["Planned", "Deferred"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Ready": "True",
+        "ScanSucceeded": "True",
+        "Balanced": "False",
+    }
+
+
+@pytest.mark.parametrize(
+    ("remediation", "remedy"),
+    [
+        (RemediationSettings(), "Evict"),
+        (
+            RemediationSettings(evict=False, deletion_cost=DeletionCostSettings(enabled=True)),
+            "DeletionCost",
+        ),
+        (RemediationSettings(evict=False), None),
+    ],
+    ids=["eviction", "deletion cost when eviction is off", "none allowed"],
+)
+def test_status_violations_name_the_chosen_remedy(
+    remediation: RemediationSettings, remedy: str | None
+) -> None:
+    policy = replace(DEFAULT_POLICY, remediation=remediation)
+    (v,) = build_status(report_for("zone-scale-down", policy), policy, NOW)["violations"]
+    assert v.get("remedy") == remedy
+
+
+def test_since_and_transition_times_carry_over_between_scans() -> None:
+    report = report_for("zone-scale-down")
+    first = build_status(report, DEFAULT_POLICY, NOW)
+    second = build_status(report, DEFAULT_POLICY, LATER, previous=first)
+    assert second["violations"][0]["since"] == NOW
+    balanced = {c["type"]: c for c in second["conditions"]}["Balanced"]
+    assert balanced["lastTransitionTime"] == NOW  # still False: no transition
+
+
+def test_executions_replace_planned_states() -> None:
+    report = report_for("zone-scale-down")
+    step = report["evictions"][0]
+    status = build_status(
+        report,
+        DEFAULT_POLICY,
+        NOW,
+        executions=[
+            Execution(step["namespace"], step["pod"], "Blocked", "refused by a PodDisruptionBudget")
+        ],
+    )
+    assert status["plan"][0]["state"] == "Blocked"
+    assert status["summary"]["evicted"] == 0
+    assert status["summary"]["blocked"] == 1
+
+
+def test_status_lists_are_bounded_and_totals_kept() -> None:
+    from dataclasses import replace
+
+    report = report_for("zone-scale-down")
+    report["violations"] = report["violations"] * 50
+    report["deferred"] = report["deferred"] * 80
+    policy = replace(DEFAULT_POLICY, report_max_items=5)
+    status = build_status(report, policy, NOW)
+    assert len(status["violations"]) == 5 and status["violationsTotal"] == 50
+    assert len(status["plan"]) == 5 and status["planTotal"] == 81
+    assert len(json.dumps(status)) < 20_000
+
+
+def test_a_failed_scan_keeps_the_last_report_and_says_why() -> None:
+    good = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
+    patch = failed_scan_status(
+        DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good
+    )
+    conditions = {c["type"]: c for c in patch["conditions"]}
+    assert conditions["ScanSucceeded"]["status"] == "False"
+    assert "connection refused" in conditions["ScanSucceeded"]["message"]
+    assert conditions["ScanSucceeded"]["lastTransitionTime"] == LATER
+    assert conditions["Balanced"]["status"] == "False"  # the last report's verdict stands
+    assert "violations" not in patch and "summary" not in patch
+
+
+# ---- eviction answers ---------------------------------------------------------------------
+
+
+def api_error(
+    status: int,
+    message: str,
+    causes: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> ApiException:
+    err = ApiException(status=status, reason="reason")
+    err.body = json.dumps(
+        {"kind": "Status", "message": message, "details": {"causes": causes or []}}
+    )
+    err.headers = headers or {}
+    return err
+
+
+CLASSIFY_CASES = [
+    (
+        "budget refusal",
+        api_error(
+            429,
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            [{"reason": "DisruptionBudget"}],
+        ),
+        Result.BLOCKED,
+    ),
+    (
+        "multiple budgets",
+        api_error(
+            500,
+            "This pod has more than one PodDisruptionBudget, which "
+            "the eviction subresource does not support.",
+        ),
+        Result.BLOCKED,
+    ),
+    ("gone", api_error(404, 'pods "x" not found'), Result.FAILED),
+    ("forbidden", api_error(403, "forbidden"), Result.FAILED),
+    ("uid changed", api_error(409, "Precondition failed: UID in precondition"), Result.FAILED),
+]
+
+
+@pytest.mark.parametrize(
+    ("err", "result"), [c[1:] for c in CLASSIFY_CASES], ids=[c[0] for c in CLASSIFY_CASES]
+)
+def test_final_answers_are_not_retried(err: ApiException, result: Result) -> None:
+    verdict = classify(err)
+    assert isinstance(verdict, Outcome)
+    assert verdict.result is result
+
+
+@pytest.mark.parametrize(
+    ("err", "delay"),
+    [
+        (api_error(429, "too many requests", headers={"Retry-After": "3"}), 3.0),
+        (api_error(429, "too many requests"), None),
+        (api_error(503, "unavailable"), None),
+        (api_error(500, "etcdserver: request timed out"), None),
+    ],
+    ids=["throttled with Retry-After", "throttled", "unavailable", "server error"],
+)
+def test_transient_failures_are_retried(err: ApiException, delay: float | None) -> None:
+    verdict = classify(err)
+    assert isinstance(verdict, TransientError)
+    assert verdict.retry_after == delay
+
+
+# ---- loop protection and pacing -------------------------------------------------------------
+
+
+def test_an_eviction_that_did_not_reduce_skew_backs_the_workload_off() -> None:
+    texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / "zone-scale-down").glob("*"))]
+    analysis = analyze(load_texts(texts).state, DEFAULT_POLICY)
+    (group,) = analysis.violations
+    memory = PolicyMemory()
+    memory.record_eviction(group.workload, group.constraint.key, group.skew, now=1000.0)
+
+    memory.review(analysis, now=1005.0, cooldown=60.0)  # too early to judge
+    assert memory.held(1005.0, []) == {}
+
+    memory.review(analysis, now=1100.0, cooldown=60.0)  # same skew after the cooldown
+    held = memory.held(1100.0, [])
+    assert "did not reduce its skew" in held[group.workload]
+    assert memory.held(1100.0 + 60 * 2 + 1, []) == {}  # first back-off: two cooldowns
+
+
+def test_unready_workloads_are_held_for_pacing() -> None:
+    workload = WorkloadRef("shop", "Deployment", "web")
+    assert PolicyMemory().held(0.0, [workload]) == {
+        workload: "waiting for a replacement to become Ready"
+    }
