@@ -19,7 +19,7 @@ from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
-from respread.inputs.documents import InputError, decode
+from respread.inputs.documents import InputError, LeftOut, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
 from respread.remedies.choose import (
@@ -182,8 +182,10 @@ def read_policy(path: str | None) -> RebalancePolicy:
         docs = [d for _, d in documents_from_text(text, path, POLICY_LIMITS)]
     except InputError as err:
         _fail(f"policy {path} cannot be read: {err}")
-    except yaml.YAMLError:
-        _fail(f"policy {path} is not valid YAML or JSON")
+    for doc in docs:
+        if isinstance(doc, LeftOut):
+            field = f"field {doc.field}: " if doc.field else ""
+            _fail(f"policy {path} cannot be read: {field}{doc.message}")
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(policies) != 1:
         _fail(f"policy {path} must hold exactly one {KIND}, found {len(policies)}")

@@ -25,12 +25,15 @@ class Limits:
     kubectl's output never exceeds 30). ``max_aliases`` counts YAML aliases (``*name``) in one
     text: kubectl never writes them, hand-written manifests use a few. ``max_alias_nodes`` bounds
     the nodes those aliases stand for once expanded, which is what an alias bomb multiplies.
+    ``max_anchors`` counts YAML anchors (``&name``) in one text: each keeps its value for the
+    aliases that may follow it, so they are bounded too.
     """
 
     max_bytes: int = 512 * 2**20
     max_depth: int = 100
     max_aliases: int = 100
     max_alias_nodes: int = 10_000
+    max_anchors: int = 10_000
 
 
 DEFAULT_LIMITS = Limits()
