@@ -17,7 +17,13 @@ class KubeError(RuntimeError):
 
 
 def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+    """A client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster.
+
+    KubeError, in one line, for whatever the client's loader raises on a kubeconfig it cannot
+    use: it parses YAML and base64 and reads fields without checking their types, so a bad
+    file surfaces as any exception (a KeyError for ``!!bool maybe``, binascii.Error for bad
+    certificate data, AttributeError for a number where a string belongs).
+    """
     try:
         if kubeconfig is not None:
             return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))
@@ -26,9 +32,14 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         except (ConfigException, FileNotFoundError, TypeError):
             config.load_incluster_config()
             return client.ApiClient()
-    except (ConfigException, FileNotFoundError, OSError) as err:
+    except Exception as err:  # the loader's failures on bad input have no common type
         where = kubeconfig or "the default kubeconfig or the in-cluster service account"
-        raise KubeError(f"cannot load credentials from {where}: {err}") from None
+        reason = " ".join(str(err).split()) or type(err).__name__
+        if not isinstance(err, ConfigException | OSError):
+            kind = type(err)
+            module = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
+            reason = f"{module}{kind.__qualname__}: {reason}"
+        raise KubeError(f"cannot load credentials from {where}: {reason[:300]}") from None
 
 
 def get_json(
