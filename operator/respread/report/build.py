@@ -12,6 +12,7 @@ from typing import Any
 
 from respread.analysis.causes import PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
+from respread.core.limits import few_named
 from respread.inputs.policy import API_VERSION, RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
@@ -217,7 +218,7 @@ def _undetermined(p: SurgePlan) -> str:
         else "would also fix it"
     )
     return (
-        f" (likely, not determined: the Filter also admits {', '.join(others)}; the worst "
+        f" (likely, not determined: the Filter also admits {few_named(others)}; the worst "
         f"admissible placement {worst}; the victims are chosen again from the real placement)"
     )
 
@@ -531,7 +532,7 @@ def _deletion_cost_text(report: Mapping[str, Any]) -> list[str]:
                 else _cost(e["currentCost"])
             )
             if e.get("conflictManagers"):
-                cost += f" (owned by {', '.join(e['conflictManagers'])})"
+                cost += f" (owned by {few_named(e['conflictManagers'])})"
             within = "yes" if e["withinMaxSkew"] else "no"
             if e["tier"] != "Ready":
                 within += f" ({e['tier']}: goes first whatever its cost)"
