@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from respread.core.limits import DEFAULT_LIMITS, Limits
-from respread.inputs.entries import InputError, LeftOut, Settled, Tentative
+from respread.inputs.entries import LIST_ITEMS, InputError, LeftOut, Settled
 from respread.inputs.json_reader import JsonReader, NotJson
 from respread.inputs.yaml_reader import YamlReader
 
@@ -96,11 +96,12 @@ def documents_from_text(
 
     Raises InputError for a text larger than the limit.
     """
-    pending: list[Any] = []
+    pending: list[Any] | None = None
     for entry in read_documents(text, limits):
-        if isinstance(entry, Tentative):
-            pending.append(entry.value)
+        if entry is LIST_ITEMS:
+            pending = []
         elif isinstance(entry, Settled):
+            pending = pending or []
             if entry.is_list:
                 yield from ((source, item) for item in pending)
             elif isinstance(entry.root, dict):
@@ -108,6 +109,8 @@ def documents_from_text(
                 yield source, {**entry.root, "items": items}
             elif entry.root is not None:
                 yield source, entry.root
-            pending = []
+            pending = None
+        elif pending is not None:
+            pending.append(entry)
         else:
             yield source, entry

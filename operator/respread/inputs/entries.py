@@ -5,11 +5,12 @@
 - a value read whole (normally an object: a mapping);
 - ``LeftOut``: an object, or a stretch of text, that cannot be read, and why; only that is left
   out, never the rest of the file;
-- ``Tentative(value)``: an item of a root mapping's ``items``, handed on as soon as it is read
-  (so that a 500 MB ``kind: List`` is never held whole), before the mapping's ``kind`` says
-  whether it is a List (kubectl writes ``items`` before ``kind``);
-- ``Settled(is_list, root)``: what the tentative items since the last ``Settled`` were: a List's
-  items (``is_list``), or not (then ``root`` is the mapping itself, or None when it is dropped).
+- ``LIST_ITEMS``: the values that follow, up to the next ``Settled``, are the items of a root
+  mapping's ``items``, handed on as soon as they are read (so that a 500 MB ``kind: List`` is
+  never held whole) but before the mapping's ``kind`` says whether it is a List (kubectl writes
+  ``items`` before ``kind``);
+- ``Settled(is_list, root)``: what the items since ``LIST_ITEMS`` were: a List's items
+  (``is_list``), or not (then ``root`` is the mapping itself, or None when it is dropped).
 """
 
 from __future__ import annotations
@@ -54,8 +55,12 @@ class LeftOut:
     message: str
 
 
-class Tentative(NamedTuple):
-    value: Any  # a value read whole, or a LeftOut
+class _ListItems:
+    def __repr__(self) -> str:
+        return "LIST_ITEMS"
+
+
+LIST_ITEMS: Any = _ListItems()
 
 
 class Settled(NamedTuple):

@@ -14,11 +14,19 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
+from json.scanner import make_scanner
 from typing import Any
 
 from respread.core.limits import Limits
-from respread.inputs.entries import InputError, LeftOut, Settled, Tentative, Unreadable, field_path
+from respread.inputs.entries import (
+    LIST_ITEMS,
+    InputError,
+    LeftOut,
+    Settled,
+    Unreadable,
+    field_path,
+)
 from respread.inputs.entries import first_unreadable as _first_unreadable
 from respread.inputs.yaml_reader import unwrap
 
@@ -26,6 +34,8 @@ from respread.inputs.yaml_reader import unwrap
 MAX_INTEGER_CHARS = 400
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+# After an item of an array: a comma and the space after it, or the closing bracket.
+_AFTER_ITEM = re.compile(r"[ \t\n\r]*(?:(,)[ \t\n\r]*|\])")
 _SOME_BAD = Unreadable("")  # unwrap() looks for the real one
 
 
@@ -51,6 +61,8 @@ class JsonReader:
         self.handed_on = False
         self._open_list: dict[str, Any] | None = None  # a root whose items are being handed on
         self._decoder = json.JSONDecoder(parse_int=self._int, parse_constant=self._constant)
+        # the C scanner raw_decode wraps (typeshed types its argument as a scanner)
+        self._scan: Any = make_scanner(self._decoder)  # type: ignore[arg-type]
 
     def _int(self, text: str) -> Any:
         if len(text) > MAX_INTEGER_CHARS:
@@ -125,26 +137,49 @@ class JsonReader:
         raise json.JSONDecodeError(f"Expecting ',' delimiter or {close!r}", text, pos)
 
     def _array(self, text: str, pos: int, tentative: bool) -> Entries:
-        """A root array, or a root object's ``items``: each item handed on as it is read."""
+        """A root array, or a root object's ``items``: each item handed on as it is read (the
+        loop every object of a large file goes through: the C scanner is called directly)."""
         pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
         if text.startswith("]", pos):
             return pos + 1
+        if tentative:
+            yield LIST_ITEMS
+        above = 2 if tentative else 1
+        previous = sys.getrecursionlimit()
+        bound = min(previous, _stack_depth() + self.limits.max_depth + 50)
+        scan, set_limit, after_item = self._scan, sys.setrecursionlimit, _AFTER_ITEM.match
         while True:
             before = self.unreadable
-            start = pos
-            value, pos = self._decode(text, pos)
+            set_limit(bound)  # see _decode
             try:
-                check_depth(value, self.limits.max_depth, 2 if tentative else 1, text, start)
-                entries = list(unwrap(value, _SOME_BAD if self.unreadable != before else None))
-            except InputError as err:  # only this item is left out
-                entries = [LeftOut(value if isinstance(value, dict) else None, "", str(err))]
+                value, end = scan(text, pos)
+            except StopIteration:
+                raise json.JSONDecodeError("Expecting value", text, pos) from None
+            except RecursionError:
+                raise InputError(f"nested deeper than {self.limits.max_depth} levels") from None
+            finally:
+                set_limit(previous)
             self.handed_on = True
-            for entry in entries:
-                yield Tentative(entry) if tentative else entry
-            following = self._next(text, pos, "]")
+            yield from self._item(value, self.unreadable != before, above, text, pos)
+            following = after_item(text, end)
             if following is None:
-                return _SPACE.match(text, pos).end() + 1  # type: ignore[union-attr]
-            pos = following
+                raise json.JSONDecodeError("Expecting ',' delimiter or ']'", text, end)
+            if following.group(1) is None:
+                return following.end()
+            pos = following.end()
+
+    def _item(self, value: Any, bad: bool, above: int, text: str, pos: int) -> Sequence[Any]:
+        """The entries of an item just read: itself, the items of a List it is, or a LeftOut
+        for it alone (nested too deep, a number JSON cannot hold)."""
+        kind = value.get("kind") if type(value) is dict else None
+        listed = type(kind) is str and kind.endswith("List")
+        if not bad and not listed and _shallow(value, self.limits.max_depth - above):
+            return (value,)  # the common case, without a walk or a generator
+        try:
+            check_depth(value, self.limits.max_depth, above, text, pos)
+        except InputError as err:
+            return (LeftOut(value if isinstance(value, dict) else None, "", str(err)),)
+        return list(unwrap(value, _SOME_BAD if bad else None))
 
     def _object(self, text: str, pos: int) -> Entries:
         """A root object; a ``kind: List``'s items are handed on one by one."""
@@ -197,6 +232,22 @@ class JsonReader:
             yield Settled(False, root)
             return
         yield Settled(False, LeftOut(root, field_path(found[0]), found[1].message))
+
+
+_WIDE = 64  # keys: an object wider than this is checked by check_depth's walk
+
+
+def _shallow(doc: Any, room: int) -> bool:
+    """True for an object surely within ``room`` levels: a small one whose values are no
+    containers (``{}``, most of a hostile List), known without check_depth's walk; False means:
+    walk it."""
+    if type(doc) is not dict or room < 1 or len(doc) > _WIDE:
+        return False
+    for child in doc.values():
+        kind = type(child)
+        if kind is dict or kind is list:
+            return False
+    return True
 
 
 def check_depth(doc: Any, max_depth: int, above: int = 0, text: str = "", pos: int = 0) -> None:

@@ -52,7 +52,7 @@ from respread.core.model import (
 from respread.core.quantity import QuantityError, milli, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, documents_from_text, read_documents
-from respread.inputs.entries import LeftOut, Settled, Tentative
+from respread.inputs.entries import LIST_ITEMS, LeftOut, Settled
 
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
@@ -210,7 +210,9 @@ def _key(record: Record) -> tuple[str, str, str]:
 
 class _Collector:
     """The records read so far, in the order read, and the problems; the items of a List not
-    yet known to be one are parsed at once (their text dropped) but held apart until it is."""
+    yet known to be one are parsed at once (their text dropped) but held apart until it is
+    (only those that make a record or a problem: an item of no kind respread reads costs
+    nothing to hold)."""
 
     def __init__(self) -> None:
         self.parser = ObjectParser()
@@ -221,20 +223,33 @@ class _Collector:
         self.problems: list[Problem] = []
         self.seen: dict[tuple[str, str, str], str] = {}
         self.ordinals: dict[str, int] = {}
-        self.pending: list[tuple[str, Record | Problem | None, Any]] = []
+        self.pending: list[tuple[int, str, Record | Problem, Any]] | None = None
+        self.pending_count = 0  # items since LIST_ITEMS, kept or not
 
     def add(self, source: str, entry: Any) -> None:
-        if isinstance(entry, Tentative):
-            self.pending.append(self._parsed(source, entry.value))
+        if entry is LIST_ITEMS:
+            self.pending, self.pending_count = [], 0
         elif isinstance(entry, Settled):
-            pending, self.pending = self.pending, []
-            if entry.is_list:
-                for parsed in pending:
-                    self._keep(*parsed)
-            elif entry.root is not None:
-                self._keep(*self._parsed(source, entry.root))
+            self._settle(source, entry)
+        elif self.pending is not None:
+            item_source, parsed, identity = self._parsed(source, entry)
+            if parsed is not None:
+                self.pending.append((self.pending_count, item_source, parsed, identity))
+            self.pending_count += 1
         else:
             self._keep(*self._parsed(source, entry))
+
+    def _settle(self, source: str, settled: Settled) -> None:
+        pending, count = self.pending or [], self.pending_count
+        self.pending, self.pending_count = None, 0
+        if settled.is_list:
+            base = self.ordinals.get(source, 0)
+            for position, item_source, parsed, identity in pending:
+                self.ordinals[source] = base + position
+                self._keep(item_source, parsed, identity)
+            self.ordinals[source] = base + count
+        elif settled.root is not None:
+            self._keep(*self._parsed(source, settled.root))
 
     def _parsed(self, source: str, doc: Any) -> tuple[str, Record | Problem | None, Any]:
         """(source, the record or the problem or None for a kind respread does not read,

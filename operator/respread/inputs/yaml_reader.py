@@ -25,10 +25,10 @@ import yaml
 from respread.core.limits import Limits, shown
 from respread.inputs import scalars
 from respread.inputs.entries import (
+    LIST_ITEMS,
     InputError,
     LeftOut,
     Settled,
-    Tentative,
     Unreadable,
     field_path,
     first_unreadable,
@@ -371,15 +371,17 @@ class YamlReader:
 
     def _hand_on(self, frame: _Frame, value: Any, bad: Unreadable | None) -> list[Any]:
         depth = len(self._stack)  # the item's own parts of a path start after the sequence's
+        first = frame.stream == _TENTATIVE and frame.count == 0
         frame.count += 1
-        if bad is None:
-            entries = list(unwrap(value, None))
-        else:
+        entries: list[Any]
+        if bad is not None:
             doc = value if isinstance(value, dict) else None
             entries = [LeftOut(doc, field_path(bad.path[depth:]), bad.message)]
-        if frame.stream == _TENTATIVE:
-            return [Tentative(e) for e in entries]
-        return entries
+        elif type(value) is dict and not _kind_is_list(value):
+            entries = [value]  # the common case, without unwrap's generator
+        else:
+            entries = list(unwrap(value, None))
+        return [LIST_ITEMS, *entries] if first else entries
 
 
 def problem(err: Exception, text: str = "", offset: int = 0) -> str:
