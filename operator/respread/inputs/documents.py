@@ -2,9 +2,10 @@
 
 A text is JSON if it starts with ``{`` or ``[`` and reads as JSON (several values one after the
 other too, as kubectl reads them; YAML after them is read as YAML); otherwise YAML, split into
-its documents where a line starts with ``---`` (as kubectl splits them), each read on its own,
-so that one document that cannot be read leaves the others. A byte order mark at the start of a
-document, or around its ``---``, is dropped. Scalars mean what they mean to kubectl
+its documents where a line starts with ``---`` (as kubectl splits them), so that one document
+that cannot be read leaves the others (one parser reads them while they read cleanly; after a
+document that does not, each is read by a parser of its own). A byte order mark at the start of
+a document, or around its ``---``, is dropped. Scalars mean what they mean to kubectl
 (respread.inputs.scalars); bounds are respread.core.limits'. ``read_documents`` hands on every
 object as soon as it is read (respread.inputs.entries); ``documents_from_text`` waits for each
 List to be known as one, for callers that want plain objects.
@@ -19,13 +20,14 @@ from typing import Any
 from respread.core.limits import DEFAULT_LIMITS, Limits
 from respread.inputs.entries import LIST_ITEMS, InputError, LeftOut, Settled
 from respread.inputs.json_reader import JsonReader, NotJson
-from respread.inputs.yaml_reader import YamlReader
+from respread.inputs.yaml_reader import YamlReader, next_document
 
 __all__ = ["InputError", "LeftOut", "decode", "documents_from_text", "read_documents"]
 
 _JSON_START = re.compile(r"[ \t\r\n]*[{\[]")
 # A byte order mark just before or after a line's `---` (files joined with their marks).
 _MARKED_SEPARATOR = re.compile(r"^\ufeff(?=---)|(?<=^---)\ufeff", re.MULTILINE)
+_MARK_AFTER_SEPARATOR = re.compile(r"^(---[^\n]*\n)\ufeff", re.MULTILINE)
 
 
 def decode(data: bytes) -> str:
@@ -43,25 +45,33 @@ def split_documents(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
     """(lines before it, its text) for each YAML document of ``text`` from ``start``: split
     before every line that is ``---``, alone or followed by a space, as kubectl splits them."""
     begin, line = start, text.count("\n", 0, start)
-    pos = text.find("\n---", start)
-    while pos != -1:
-        after = pos + 4
-        if after == len(text) or text[after] in " \t\r\n":
-            yield line, _unmarked(text[begin : pos + 1])
-            line += text.count("\n", begin, pos + 1)
-            begin = pos + 1
-        pos = text.find("\n---", after)
-    yield line, _unmarked(text[begin:])
+    while begin < len(text):
+        end = next_document(text, begin + 1)
+        yield line, text[begin:end]
+        line += text.count("\n", begin, end)
+        begin = end
 
 
-def _unmarked(document: str) -> str:
-    """The document without a byte order mark at the start of its first line of content (a
-    file joined to others with its mark): libyaml would count it as indentation."""
-    if document.startswith("---"):
-        end = document.find("\n") + 1
-        if end and document.startswith("\ufeff", end):
-            return document[:end] + document[end + 1 :]
-    return document
+def _unmarked(text: str) -> str:
+    """The text without the byte order marks that files joined with theirs leave around a
+    ``---`` (before it, after it on its line, or at the start of the line after it): libyaml
+    would count one at a line's start as indentation."""
+    text = _MARKED_SEPARATOR.sub("", text)
+    return _MARK_AFTER_SEPARATOR.sub(lambda m: m.group(1), text)
+
+
+def _read_yaml(text: str, start: int, limits: Limits) -> Iterator[Any]:
+    """The documents from ``start`` on, read by one parser while they read cleanly; from the
+    first that does not, each document by a parser of its own (one that cannot be read is
+    left out, named, and the next one read)."""
+    reader = YamlReader(limits)
+    resume = yield from reader.read(text[start:] if start else text, text.count("\n", 0, start))
+    while resume is not None and start + resume < len(text):
+        begin = start + resume
+        start = next_document(text, begin + 1)
+        line = text.count("\n", 0, begin)  # (reached here only past a document at fault)
+        yield from reader.read(text[begin:start], line, alone=True)
+        resume = 0
 
 
 def read_documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any]:
@@ -73,7 +83,7 @@ def read_documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any]:
     if len(text) > limits.max_bytes:
         raise InputError(f"larger than the limit of {limits.max_bytes} bytes")
     if "\ufeff" in text:
-        text = _MARKED_SEPARATOR.sub("", text)
+        text = _unmarked(text)
     yaml_from = 0
     start = _JSON_START.match(text)
     if start is not None:
@@ -83,9 +93,7 @@ def read_documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any]:
             yaml_from = 0
         if yaml_from >= len(text) or not text[yaml_from:].strip():
             return
-    reader = YamlReader(limits)
-    for line, document in split_documents(text, yaml_from):
-        yield from reader.read(document, line)
+    yield from _read_yaml(text, yaml_from, limits)
 
 
 def documents_from_text(

@@ -17,7 +17,7 @@ sequence, and of a root mapping's ``items``, are handed on one by one as they ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import yaml
@@ -122,21 +122,37 @@ class YamlReader:
 
     # ----------------------------------------------------------------------------- entries
 
-    def read(self, text: str, line_offset: int = 0) -> Iterator[Any]:
-        """The entries of every document in ``text`` (which starts at line ``line_offset``+1);
-        text that is not YAML ends this text with a LeftOut naming the line."""
+    def read(
+        self, text: str, line_offset: int = 0, alone: bool = False
+    ) -> Generator[Any, None, int | None]:
+        """The entries of every document in ``text`` (which starts at line ``line_offset``+1).
+
+        Where a document cannot be read (not YAML, or beyond the bounds), the reading of
+        ``text`` stops and where to read on is returned (else None): that document's start, to
+        be read alone (by a parser of its own, which says what is wrong with it and nothing
+        else), if nothing of it was handed on for good (``alone`` False); else, with a LeftOut
+        naming the line, the start of the document after it."""
         self._offset = line_offset
+        self._document_start = 0
+        self._handed_for_good = False  # items of a root sequence of the current document
         parser = _Parser(text)
         try:
             parser.get_event()  # StreamStart
             while not parser.check_event(yaml.StreamEndEvent):
-                parser.get_event()  # DocumentStart
+                self._document_start = parser.get_event().start_mark.index  # DocumentStart
                 self._stack, self._anchors, self._streamed_root = [], {}, False
+                self._handed_for_good = False
                 yield from self._document(parser.get_event)
         except (yaml.YAMLError, InputError) as err:
+            if not alone and not self._handed_for_good:
+                if self._stack and self._stack[0].streamed:
+                    yield Settled(False, None)  # its items, read again alone
+                return self._document_start
             yield from self._failed(err, text)
+            return next_document(text, self._document_start)
         finally:
             parser.dispose()
+        return None
 
     def _failed(self, err: Exception, text: str) -> Iterator[Any]:
         root = self._stack[0] if self._stack else None
@@ -372,6 +388,7 @@ class YamlReader:
     def _hand_on(self, frame: _Frame, value: Any, bad: Unreadable | None) -> list[Any]:
         depth = len(self._stack)  # the item's own parts of a path start after the sequence's
         first = frame.stream == _TENTATIVE and frame.count == 0
+        self._handed_for_good = self._handed_for_good or frame.stream == _SETTLED
         frame.count += 1
         entries: list[Any]
         if bad is not None:
@@ -382,6 +399,18 @@ class YamlReader:
         else:
             entries = list(unwrap(value, None))
         return [LIST_ITEMS, *entries] if first else entries
+
+
+def next_document(text: str, pos: int) -> int:
+    """Where the document after the one at ``pos`` starts: the next line that is ``---``
+    (alone or followed by a space), as kubectl splits documents; ``len(text)`` if none."""
+    found = text.find("\n---", pos)
+    while found != -1:
+        after = found + 4
+        if after == len(text) or text[after] in " \t\r\n":
+            return found + 1
+        found = text.find("\n---", after)
+    return len(text)
 
 
 def problem(err: Exception, text: str = "", offset: int = 0) -> str:
