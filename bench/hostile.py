@@ -240,9 +240,9 @@ CLASSES: dict[str, tuple[Callable[[int], str], str, list[str]]] = {
 }
 
 
-def measure(argv: list[str]) -> tuple[float, float, int, int]:
-    """Wall-clock seconds, peak RSS in MB, exit status and output bytes of one run (in a
-    process that has started no other child: ru_maxrss of children is their maximum)."""
+def measure(argv: list[str]) -> tuple[float, float, float, int, int]:
+    """Wall-clock and CPU seconds, peak RSS in MB, exit status and output bytes of one run (in
+    a process that has started no other child: ru_maxrss of children is their maximum)."""
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "respread.cli", *argv],
@@ -250,8 +250,9 @@ def measure(argv: list[str]) -> tuple[float, float, int, int]:
         check=False,
     )
     elapsed = time.monotonic() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, peak / 1024, done.returncode, len(done.stdout)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
+    return elapsed, cpu, usage.ru_maxrss / 1024, done.returncode, len(done.stdout)
 
 
 def main() -> None:
@@ -265,8 +266,8 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     size = int(args.mb * 1_000_000)
     print(
-        f"{'class':<18} {'command':<8} {'MB':>6} {'s (median)':>10} {'s/MB':>7} "
-        f"{'peak MB':>8} {'exit':>4} {'out MB':>7}"
+        f"{'class':<20} {'command':<14} {'MB':>6} {'wall s':>7} {'CPU s':>7} {'CPU/MB':>7} "
+        f"{'peak MB':>7} {'exit':>4} {'out MB':>7}   (medians of --repeats runs)"
     )
     for name in args.only or CLASSES:
         make, suffix, explain = CLASSES[name]
@@ -278,30 +279,26 @@ def main() -> None:
             argv = [*command, "--snapshot", str(path), "-q"]
             if command[0] == "plan":
                 argv += ["--now", NOW]
-            runs = []
-            for _ in range(args.repeats):
-                # Each run in its own process: ru_maxrss of children is a running maximum,
-                # so peak memory is measured by a wrapper process per run.
-                runs.append(_isolated(argv))
-            seconds = statistics.median(r[0] for r in runs)
-            peak = statistics.median(r[1] for r in runs)
-            code, out = runs[0][2], runs[0][3]
+            # Each run in a process of its own (ru_maxrss of children is their maximum).
+            runs = [_isolated(argv) for _ in range(args.repeats)]
+            seconds, cpu, peak = (statistics.median(r[i] for r in runs) for i in range(3))
+            code, out = runs[0][3], runs[0][4]
             print(
-                f"{name:<18} {command[0]:<8} {mb:>6.2f} {seconds:>10.2f} {seconds / mb:>7.2f} "
-                f"{peak:>8.0f} {code:>4} {out / 1e6:>7.2f}",
+                f"{name:<20} {' '.join(command[:3]):<14} {mb:>6.2f} {seconds:>7.2f} "
+                f"{cpu:>7.2f} {cpu / mb:>7.2f} {peak:>7.0f} {code:>4} {out / 1e6:>7.2f}",
                 flush=True,
             )
 
 
-def _isolated(argv: list[str]) -> tuple[float, float, int, int]:
+def _isolated(argv: list[str]) -> tuple[float, float, float, int, int]:
     """measure() in a child of its own, so that ru_maxrss is this run's alone."""
     code = (
         "import json, sys; sys.path.insert(0, 'bench'); from hostile import measure; "
         f"print(json.dumps(measure({argv!r})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    seconds, peak, status, out = json.loads(done.stdout)
-    return seconds, peak, status, out
+    seconds, cpu, peak, status, out = json.loads(done.stdout)
+    return seconds, cpu, peak, status, out
 
 
 if __name__ == "__main__":
