@@ -41,17 +41,6 @@ def decode(data: bytes) -> str:
         ) from None
 
 
-def split_documents(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """(lines before it, its text) for each YAML document of ``text`` from ``start``: split
-    before every line that is ``---``, alone or followed by a space, as kubectl splits them."""
-    begin, line = start, text.count("\n", 0, start)
-    while begin < len(text):
-        end = next_document(text, begin + 1)
-        yield line, text[begin:end]
-        line += text.count("\n", begin, end)
-        begin = end
-
-
 def _unmarked(text: str) -> str:
     """The text without the byte order marks that files joined with theirs leave around a
     ``---`` (before it, after it on its line, or at the start of the line after it): libyaml

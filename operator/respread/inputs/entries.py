@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -92,3 +93,30 @@ def first_unreadable(value: Any) -> tuple[tuple[str, ...], Unreadable] | None:
         elif isinstance(node, list):
             stack.extend((child, (*path, f"[{i}]")) for i, child in reversed(list(enumerate(node))))
     return None
+
+
+def kind_is_list(mapping: dict[Any, Any]) -> bool:
+    kind = mapping.get("kind")
+    return isinstance(kind, str) and kind.endswith("List")
+
+
+def unwrap(value: Any, bad: Unreadable | None) -> Iterator[Any]:
+    """The objects of a value read whole: the items of a list or a ``kind: List`` (nested
+    ones too), or the value itself; each one holding an unreadable value becomes a LeftOut."""
+    if value is None:
+        return
+    if isinstance(value, list) or (
+        isinstance(value, dict) and kind_is_list(value) and isinstance(value.get("items"), list)
+    ):
+        for item in value if isinstance(value, list) else value["items"]:
+            yield from unwrap(item, bad)
+        return
+    if bad is None:
+        yield value
+        return
+    found = first_unreadable(value)
+    if found is None:
+        yield value
+        return
+    path, marker = found
+    yield LeftOut(value if isinstance(value, dict) else None, field_path(path), marker.message)

@@ -26,9 +26,9 @@ from respread.inputs.entries import (
     Settled,
     Unreadable,
     field_path,
+    unwrap,
 )
 from respread.inputs.entries import first_unreadable as _first_unreadable
-from respread.inputs.yaml_reader import unwrap
 
 # Longer than any int64; refused before Python converts it (which is quadratic in the digits).
 MAX_INTEGER_CHARS = 400

@@ -138,6 +138,7 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
+
 def parse_duration(value: object, path: str) -> float:
     """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it,
     in seconds.

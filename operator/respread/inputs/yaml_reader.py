@@ -32,6 +32,8 @@ from respread.inputs.entries import (
     Unreadable,
     field_path,
     first_unreadable,
+    kind_is_list,
+    unwrap,
 )
 
 # libyaml's parser (the C one PyYAML's CSafeLoader is built on), for its events alone.
@@ -77,33 +79,6 @@ class _Frame:
             return f"[{self.count}]"
         key = self.key
         return key if isinstance(key, str) else None
-
-
-def _kind_is_list(mapping: dict[Any, Any]) -> bool:
-    kind = mapping.get("kind")
-    return isinstance(kind, str) and kind.endswith("List")
-
-
-def unwrap(value: Any, bad: Unreadable | None) -> Iterator[Any]:
-    """The objects of a value read whole: the items of a list or a ``kind: List`` (nested
-    ones too), or the value itself; each one holding an unreadable value becomes a LeftOut."""
-    if value is None:
-        return
-    if isinstance(value, list) or (
-        isinstance(value, dict) and _kind_is_list(value) and isinstance(value.get("items"), list)
-    ):
-        for item in value if isinstance(value, list) else value["items"]:
-            yield from unwrap(item, bad)
-        return
-    if bad is None:
-        yield value
-        return
-    found = first_unreadable(value)
-    if found is None:
-        yield value
-        return
-    path, marker = found
-    yield LeftOut(value if isinstance(value, dict) else None, field_path(path), marker.message)
 
 
 class YamlReader:
@@ -223,7 +198,7 @@ class YamlReader:
             yield from unwrap(value, bad)
             return
         del value["items"]
-        if _kind_is_list(value):
+        if kind_is_list(value):
             yield Settled(True, None)
             return
         found = first_unreadable(value) if bad is not None else None
@@ -394,7 +369,7 @@ class YamlReader:
         if bad is not None:
             doc = value if isinstance(value, dict) else None
             entries = [LeftOut(doc, field_path(bad.path[depth:]), bad.message)]
-        elif type(value) is dict and not _kind_is_list(value):
+        elif type(value) is dict and not kind_is_list(value):
             entries = [value]  # the common case, without unwrap's generator
         else:
             entries = list(unwrap(value, None))
