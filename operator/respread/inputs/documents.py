@@ -54,12 +54,14 @@ def _read_yaml(text: str, start: int, limits: Limits) -> Iterator[Any]:
     first that does not, each document by a parser of its own (one that cannot be read is
     left out, named, and the next one read)."""
     reader = YamlReader(limits)
-    resume = yield from reader.read(text[start:] if start else text, text.count("\n", 0, start))
+    line = text.count("\n", 0, start)
+    resume = yield from reader.read(text[start:] if start else text, line)
     while resume is not None and start + resume < len(text):
         begin = start + resume
+        line += text.count("\n", start, begin)  # counted on from the last start: linear
         start = next_document(text, begin + 1)
-        line = text.count("\n", 0, begin)  # (reached here only past a document at fault)
         yield from reader.read(text[begin:start], line, alone=True)
+        line += text.count("\n", begin, start)
         resume = 0
 
 

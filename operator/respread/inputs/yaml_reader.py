@@ -137,7 +137,11 @@ class YamlReader:
             kind = root.items.get("kind") if isinstance(root.items, dict) else None
             yield Settled(not isinstance(kind, str) or kind.endswith("List"), None)
         start = root.start.start_mark.line + 1 + self._offset if root is not None else None
-        where = f" (the document from line {start} on is left out)" if start else ""
+        where = (
+            f" (in the document at line {start}; what follows the error in it is left out)"
+            if start
+            else ""
+        )
         yield LeftOut(None, "", f"{problem(err, text, self._offset)}{where}")
 
     def _document(self, get_event: Any) -> Iterator[Any]:

@@ -413,7 +413,7 @@ def test_one_unreadable_document_leaves_the_others() -> None:
     names = [d["metadata"]["name"] for d in found if isinstance(d, dict)]
     assert names == ["a", "c", "d"]
     (bad,) = [d for d in found if isinstance(d, LeftOut)]
-    assert "the document from line 4" in bad.message
+    assert "the document at line 4" in bad.message
 
 
 def test_a_list_cut_short_keeps_its_items_read_so_far() -> None:
