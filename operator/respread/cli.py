@@ -295,7 +295,10 @@ def _logged() -> Iterator[list[str]]:
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             if record.levelno >= logging.ERROR:
-                messages.append(record.getMessage())
+                try:
+                    messages.append(record.getMessage())
+                except Exception:  # a record whose arguments do not fit its format
+                    messages.append(str(record.msg))
 
     root = logging.getLogger()
     handler = Keep(logging.WARNING)
