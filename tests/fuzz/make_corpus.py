@@ -244,16 +244,16 @@ SNAPSHOTS: dict[str, Callable[[], str | bytes]] = {
         ' {"priority": ' + "9" * 5000 + "}}, " + json.dumps(json_node("n1")) + "]}"
     ),
     "json-then-yaml.json": lambda: json.dumps(json_node("n1")) + "\n---\n" + POD,
-    "anchors-20000.yaml": lambda: (
-        "kind: List\nitems:\n" + "".join(f"- &a{i} {{}}\n" for i in range(20_000))
+    "anchors-10001.yaml": lambda: (
+        "kind: List\nitems:\n" + "".join(f"- &a{i} {{}}\n" for i in range(10_001))
     ),
-    "list-of-100000-empty-items.yaml": lambda: "kind: List\nitems:\n" + "- {}\n" * 100_000,
+    "list-of-50000-empty-items.yaml": lambda: "kind: List\nitems:\n" + "- {}\n" * 50_000,
     # time: a long value list over many nodes, many taints against many tolerations, many
     # budgets covering many pods (bounded by indexes and by names counted beyond a few)
     "affinity-in-20000-values.json": lambda: json.dumps(
         {"kind": "List", "items": [*nodes_in_zones(300), affinity_pod(20_000)]}
     ),
-    "taints-2000-by-2000.json": lambda: json.dumps({"kind": "List", "items": tainted(2000)}),
+    "taints-1000-by-1000.json": lambda: json.dumps({"kind": "List", "items": tainted(1000)}),
     "budgets-500-over-200-pods.json": lambda: json.dumps(
         {"kind": "List", "items": budgets_over_pods(500, 200)}
     ),
