@@ -421,6 +421,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=SIZE_HELP,
     )
     e.set_defaults(func=cmd_explain)
+    c = sub.add_parser(
+        "convert", help="write the RebalancePolicy equivalent to a descheduler's policy"
+    )
+    c.add_argument(
+        "--from-descheduler",
+        required=True,
+        metavar="FILE",
+        help="a DeschedulerPolicy (v1alpha2 or v1alpha1), or the ConfigMap holding it; - for stdin",
+    )
+    c.add_argument("--name", help="the RebalancePolicy's name (default: the profile's)")
+    c.set_defaults(func=cmd_convert)
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
     r.add_argument(
@@ -454,6 +465,31 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """`respread convert --from-descheduler FILE`: the RebalancePolicy a DeschedulerPolicy
+    asks for, with comments where the two differ (respread.inputs.descheduler)."""
+    from respread.inputs.annotated_yaml import render
+    from respread.inputs.descheduler import ConversionError, convert, read_policy_text
+
+    path = args.from_descheduler
+    try:
+        if path == "-":
+            data = _read_bounded(sys.stdin.buffer, "standard input", POLICY_MAX_BYTES)
+        else:
+            with Path(path).open("rb") as stream:
+                data = _read_bounded(stream, path, POLICY_MAX_BYTES)
+        source = "<stdin>" if path == "-" else path
+        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
+        conversions = convert(doc, args.name)
+    except OSError as err:
+        _fail(f"cannot read {path}: {err.strerror or err}")
+    except ConversionError as err:
+        _fail(f"cannot convert {path}: {err}")
+    texts = [render(c.manifest, [(n.path, n.text) for n in c.notes]) for c in conversions]
+    sys.stdout.write("---\n".join(texts))
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
