@@ -139,7 +139,8 @@ def pod_namespace(args: argparse.Namespace) -> str:
 
 
 def explain_argv(args: argparse.Namespace) -> list[str]:
-    argv = ["explain", *connection(args), "-o", args.output, pod_namespace(args)]
+    pod = pod_namespace(args)
+    argv = ["explain", *connection(args), "-o", args.output, pod]
     argv += ["--policy", args.policy] if args.policy else []
     return argv + (["-q"] if args.quiet else [])
 

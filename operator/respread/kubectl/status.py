@@ -118,10 +118,9 @@ def _step(e: Mapping[str, Any]) -> str:
 
 
 def _surge(s: Mapping[str, Any]) -> str:
-    return (
-        f"    {_workload(s)}  {_s(s.get('state', '?'))} {s.get('replicas', '?')} -> "
-        f"{s.get('targetReplicas', '?')}: {_s(s.get('reason', ''))}"
-    )
+    replicas, target = s.get("replicas"), s.get("targetReplicas")
+    sizes = f" {replicas} -> {target}" if replicas is not None and target is not None else ""
+    return f"    {_workload(s)}  {_s(s.get('state', '?'))}{sizes}: {_s(s.get('reason', ''))}"
 
 
 def _section(
