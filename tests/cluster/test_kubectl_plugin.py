@@ -10,11 +10,13 @@ $KUBECONFIG, --kubeconfig, --context and -n behave as kubectl's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # crd, operator_factory
 
 BIN = Path(sys.executable).parent  # where pip put kubectl-respread
+REPO = Path(__file__).resolve().parents[2]
 POLICY = {
     "apiVersion": f"{GROUP}/{VERSION}",
     "kind": "RebalancePolicy",
@@ -196,3 +199,45 @@ def test_plan_explain_and_status_through_kubectl(
     finally:
         operator.stop()
         delete_policy(custom, name)
+
+
+def test_the_krew_archive_runs_through_kubectl(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """hack/krew's archive (a zip application of respread and the libraries the plugin imports)
+    installed as krew installs it: its one file on PATH, run by the system's python3, with
+    nothing from .venv."""
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip("kubectl is not on PATH")
+    built = subprocess.run(
+        [sys.executable, str(REPO / "hack" / "krew")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    archive, manifest = (Path(p) for p in built.stdout.split())
+    # The manifest in the repository is the one hack/krew writes, less the release's sha256.
+    ours = yaml.safe_load(manifest.read_text())
+    committed = yaml.safe_load((REPO / "plugins" / "krew" / "respread.yaml").read_text())
+    [platform] = ours["spec"]["platforms"]
+    assert platform["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+    committed["spec"]["platforms"][0]["sha256"] = platform["sha256"]
+    assert ours == committed
+    assert platform["uri"].endswith(f"/v{ours['spec']['version'].removeprefix('v')}/{archive.name}")
+
+    installed = tmp_path / "krew-bin"
+    with tarfile.open(archive) as tar:
+        assert tar.getnames() == [platform["bin"]]
+        tar.extractall(installed, filter="data")
+    system_path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != BIN
+    )
+    env = {
+        "PATH": f"{installed}{os.pathsep}{system_path}",
+        "KUBECONFIG": str(control_plane.kubeconfig),
+    }
+    kubectl = Kubectl(binary, tmp_path, env)
+    assert kubectl("plugin", "list", check=False).stdout.count("kubectl-respread") == 1
+    plan = json.loads(kubectl("respread", "plan", "-n", "kube-system", "-o", "json", "-q").stdout)
+    assert plan["violations"] == []
