@@ -42,3 +42,14 @@ def test_the_charts_default_policy_is_deploys_example() -> None:
     example = yaml.safe_load((REPO / "deploy" / "example-policy.yaml").read_text())
     assert values["defaultPolicy"]["name"] == example["metadata"]["name"]
     assert values["defaultPolicy"]["spec"] == example["spec"]
+
+
+def test_the_readmes_install_section_leads_with_the_chart() -> None:
+    readme = (REPO / "README.md").read_text()
+    install = readme[readme.index("\n## Install\n") :]
+    install = install[: install.index("\n## ", 1)]
+    first_command = install.index("```sh\n") + len("```sh\n")
+    assert install.index("helm install respread charts/respread") < install.index(
+        "kubectl apply -k"
+    )
+    assert "helm install" in install[first_command : install.index("```", first_command)]
