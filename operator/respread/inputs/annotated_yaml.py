@@ -39,11 +39,18 @@ def _plain(text: str) -> bool:
     )
 
 
+# Characters JSON leaves raw that a YAML reader refuses (DEL, C1 controls, non-characters) or
+# reads as a line break inside a quoted string (NEL, LS, PS): written as \u escapes.
+_UNSAFE_IN_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+
+
 def scalar(value: Any) -> str:
-    """One value on one line: a plain string where safe, else JSON."""
+    """One value on one line: a plain string where safe, else JSON (with the characters YAML
+    refuses escaped)."""
     if isinstance(value, str) and _plain(value):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE_IN_YAML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _comment(text: str, indent: int) -> list[str]:

@@ -94,9 +94,16 @@ def _protections(args: Mapping[str, Any], where: str, draft: Draft) -> None:
     if pvc:
         draft.note(
             (*PROTECTIONS, "persistentVolumeClaims"),
-            f"protectedStorageClasses {shown(pvc)}: respread protects every pod with a"
+            f"protectedStorageClasses {_names(pvc)}: respread protects every pod with a"
             " PersistentVolumeClaim, whatever its storage class",
         )
+
+
+def _names(classes: object) -> str:
+    entries = classes if isinstance(classes, list) else []
+    return ", ".join(shown(e.get("name")) for e in entries if isinstance(e, Mapping)) or shown(
+        classes
+    )
 
 
 def _priority(args: Mapping[str, Any], where: str, draft: Draft) -> None:
@@ -113,7 +120,8 @@ def _priority(args: Mapping[str, Any], where: str, draft: Draft) -> None:
         return
     draft.note(
         (*PROTECTIONS, "systemCritical"),
-        f"priorityThreshold {shown(dict(threshold))}: no equivalent; respread protects the"
+        f"priorityThreshold {f'name {shown(name)}' if name else f'value {value}'}: no"
+        " equivalent; respread protects the"
         " priority classes system-cluster-critical and system-node-critical only",
     )
 
