@@ -315,7 +315,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
-        _fail(f"pod {shown(args.pod)} is not in the snapshot")
+        _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
     emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
