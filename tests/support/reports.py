@@ -21,7 +21,9 @@ from respread.report.model import (
     Predicted,
     Report,
     Summary,
+    SurgePlanEntry,
     SurgeSection,
+    SurgeSkipped,
     Violation,
 )
 
@@ -75,6 +77,33 @@ def eviction(pod: str, workload: str = "web", **fields: Any) -> Eviction:
         reason="zone: skew 2 > maxSkew 1",
     )
     return replace(e, **fields)
+
+
+def surge_planned(name: str = "web", replicas: int = 4, surge: int = 2) -> SurgePlanEntry:
+    return SurgePlanEntry(
+        workload=deployment(name),
+        replicas=replicas,
+        surge=surge,
+        target_replicas=replicas + surge,
+        ready_timeout_seconds=300.0,
+        landings=(),
+        victims=(),
+        predicted_misplaced_after=0,
+        landing_determined=True,
+        worst_case_misplaced_after=0,
+        steps=(f"scale spec.replicas {replicas} -> {replicas + surge}",),
+    )
+
+
+def surges(
+    planned: Iterable[SurgePlanEntry] = (), skipped: Iterable[tuple[str, str]] = ()
+) -> SurgeSection:
+    """The surge section: ``planned`` plans, and the ``(name, reason)`` Deployments skipped."""
+    return SurgeSection(
+        enabled=True,
+        plans=tuple(planned),
+        skipped=tuple(SurgeSkipped(deployment(n), reason) for n, reason in skipped),
+    )
 
 
 def report(
