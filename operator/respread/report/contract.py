@@ -17,6 +17,7 @@ from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
     TIER_NAMES,
+    ConditionsStatus,
     Cooldown,
     CostEntry,
     CostExcluded,
@@ -27,7 +28,6 @@ from respread.report.model import (
     DomainPods,
     DomainsDigest,
     Eviction,
-    FailedScanStatus,
     PlanStep,
     Report,
     Skipped,
@@ -426,8 +426,8 @@ def status_patch(status: Status) -> Json:
     return out
 
 
-def failed_scan_json(status: FailedScanStatus) -> Json:
-    """The merge patch a failed scan writes: the rest of the status stays as it was."""
+def conditions_status_json(status: ConditionsStatus) -> Json:
+    """The merge patch of a conditions-only status: the rest of the status stays as it was."""
     return {
         "observedGeneration": status.observed_generation,
         "conditions": [condition_json(x) for x in status.conditions],

@@ -455,8 +455,9 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
-class FailedScanStatus:
-    """The status a failed scan writes: its conditions only; the last good report stays."""
+class ConditionsStatus:
+    """A status of conditions only (a failed scan, a policy that does not parse): the last
+    good report stays."""
 
     observed_generation: int
     conditions: tuple[StatusCondition, ...]

@@ -22,6 +22,7 @@ from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
 from respread.report.model import (
     Condition,
+    ConditionsStatus,
     ConditionStatus,
     ConditionType,
     Cooldown,
@@ -30,7 +31,6 @@ from respread.report.model import (
     DomainsDigest,
     Eviction,
     Execution,
-    FailedScanStatus,
     Overlapping,
     PlanStep,
     Report,
@@ -286,7 +286,7 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
 
 def failed_scan_status(
     policy: RebalancePolicy, now: str, error: str, previous: Mapping[str, Any] | None = None
-) -> FailedScanStatus:
+) -> ConditionsStatus:
     """A status reporting a failed scan; the last good report stays in place."""
     stored = _stored_conditions(previous or {})
     conditions = [
@@ -297,7 +297,7 @@ def failed_scan_status(
     ]
     ours = {c.type for c in conditions}
     kept = [_read_condition(c) for t, c in stored.items() if t not in ours]
-    return FailedScanStatus(
+    return ConditionsStatus(
         observed_generation=policy.generation,
         conditions=tuple(_condition(c, now, policy.generation, stored) for c in conditions)
         + tuple(c for c in kept if c is not None),

@@ -37,7 +37,7 @@ from respread.remedies.evict.planner import Move, Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import change_events, changes
-from respread.report.contract import failed_scan_json, status_json, status_patch
+from respread.report.contract import conditions_status_json, status_json, status_patch
 from respread.report.model import (
     ConditionStatus,
     ConditionType,
@@ -414,7 +414,7 @@ async def run_scan(
         try:
             if not acting():
                 return True  # a follower writes nothing
-            failed = failed_scan_json(
+            failed = conditions_status_json(
                 failed_scan_status(
                     policy,
                     rfc3339(now),

@@ -15,8 +15,23 @@ import pytest
 from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.remedies.choose import Remedy
-from respread.report.contract import CLEARED_WHEN_ABSENT, status_json, status_patch
-from respread.report.model import Cooldown, DeletionCostStatus, Overlapping, Report, Status
+from respread.report.contract import (
+    CLEARED_WHEN_ABSENT,
+    conditions_status_json,
+    status_json,
+    status_patch,
+)
+from respread.report.model import (
+    ConditionsStatus,
+    ConditionStatus,
+    ConditionType,
+    Cooldown,
+    DeletionCostStatus,
+    Overlapping,
+    Report,
+    Status,
+    StatusCondition,
+)
 from respread.report.status import build_status
 from tests.support.reports import eviction, report, surge_planned, surges, violation
 
@@ -151,3 +166,29 @@ def test_a_status_without_cooldowns_leaves_the_stored_ones() -> None:
     """``cooldowns=None`` means this write does not know them (nor clear them)."""
     stored = written(scan(cooldowns=(COOLDOWN,)), scan(cooldowns=None))
     assert stored["cooldowns"] == status_json(scan(cooldowns=(COOLDOWN,)))["cooldowns"]
+
+
+def test_a_conditions_only_status_leaves_the_report_and_omits_what_a_condition_lacks() -> None:
+    """A policy that does not parse: Ready False, written without touching the last report."""
+    invalid = StatusCondition(
+        type=ConditionType.READY,
+        status=ConditionStatus.FALSE,
+        reason="InvalidPolicy",
+        message="spec.schedule: set exactly one of interval and cron",
+        last_transition_time=NOW,
+    )
+    patch = conditions_status_json(ConditionsStatus(4, (invalid,)))
+    assert patch == {
+        "observedGeneration": 4,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "InvalidPolicy",
+                "message": "spec.schedule: set exactly one of interval and cron",
+                "lastTransitionTime": NOW,
+            }
+        ],
+    }
+    stored = merge_patch(written(scan(report([violation()]))), patch)
+    assert stored["violations"] == status_json(scan(report([violation()])))["violations"]

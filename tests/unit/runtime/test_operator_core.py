@@ -21,7 +21,7 @@ from respread.kube.evictions import Outcome, Result, TransientError, classify
 from respread.remedies.choose import apply_remediation
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
-from respread.report.contract import failed_scan_json, status_json
+from respread.report.contract import conditions_status_json, status_json
 from respread.report.model import Execution, Report, StepStatus
 from respread.report.status import build_status, failed_scan_status
 from respread.runtime.memory import PolicyMemory
@@ -114,7 +114,7 @@ def test_status_lists_are_bounded_and_totals_kept() -> None:
 
 def test_a_failed_scan_keeps_the_last_report_and_says_why() -> None:
     good = status_json(build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW))
-    patch = failed_scan_json(
+    patch = conditions_status_json(
         failed_scan_status(DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good)
     )
     conditions = {c["type"]: c for c in patch["conditions"]}
