@@ -383,6 +383,19 @@ class PlanStep:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadHistory:
+    """What the operator keeps about one workload it evicted from (``cooldowns`` holds it)."""
+
+    namespace: str
+    kind: str
+    name: str
+    last_eviction: float | None = None  # Unix time; the cooldown runs from here
+    reviews: tuple[tuple[str, int], ...] = ()  # (topologyKey, skew at the eviction) to check
+    backoff_level: int = 0
+    backoff_until: float | None = None  # Unix time
+
+
+@dataclass(frozen=True, slots=True)
 class Cooldown:
     workload: WorkloadRef
     backoff_level: int

@@ -5,21 +5,19 @@ worst first, with totals alongside; each string is capped too.
 
 The status is also what a restarted (or newly elected) operator remembers: the causes and
 ``since`` of the ongoing violations, and in ``cooldowns`` the workloads respread evicted from
-recently (cooldown, loop protection and back-off). ``remembered`` reads that back from the
-stored object (JSON: anyone with access to the status subresource may have edited it).
+recently (cooldown, loop protection and back-off); report/stored.py reads that back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeGuard
+from typing import Any
 
-from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
+from respread.report import stored
 from respread.report.model import (
     Condition,
     ConditionsStatus,
@@ -42,7 +40,7 @@ from respread.report.model import (
     SurgeDigest,
     SurgeState,
     Violation,
-    ViolationKey,
+    WorkloadHistory,
 )
 
 MESSAGE_LIMIT = 1024
@@ -130,24 +128,14 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
 # ---- conditions ---------------------------------------------------------------------------
 
 
-def _stored_conditions(previous: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The conditions of a stored status, by type."""
-    return {
-        c["type"]: c
-        for c in previous.get("conditions", ())
-        if isinstance(c, Mapping) and isinstance(c.get("type"), str)
-    }
-
-
 def _condition(
-    c: Condition, now: str, generation: int, previous: Mapping[str, Mapping[str, Any]]
+    c: Condition, now: str, generation: int, previous: Mapping[str, StatusCondition]
 ) -> StatusCondition:
     status = ConditionStatus.TRUE if c.status else ConditionStatus.FALSE
     before = previous.get(c.type)
     since = now
-    if before is not None and before.get("status") == status.value:  # no transition
-        stored = before.get("lastTransitionTime")
-        since = stored if isinstance(stored, str) and stored else now
+    if before is not None and before.status is status:  # no transition
+        since = before.last_transition_time or now
     return StatusCondition(
         type=c.type,
         status=status,
@@ -155,23 +143,6 @@ def _condition(
         message=_cap(c.message),
         last_transition_time=since,
         observed_generation=generation,
-    )
-
-
-def _read_condition(c: Mapping[str, Any]) -> StatusCondition | None:
-    """A condition read back from a stored status (None: not one the schema admits)."""
-    try:
-        status = ConditionStatus(str(c.get("status")))
-    except ValueError:
-        return None
-    generation = c.get("observedGeneration")
-    return StatusCondition(
-        type=str(c["type"]),
-        status=status,
-        reason=_str(c.get("reason")),
-        message=_str(c.get("message")),
-        last_transition_time=_str(c.get("lastTransitionTime")),
-        observed_generation=generation if _is_int(generation) else None,
     )
 
 
@@ -200,24 +171,6 @@ def scan_conditions(report: Report) -> list[Condition]:
 # ---- the status of a scan -----------------------------------------------------------------
 
 
-def stored_violation_key(v: Mapping[str, Any]) -> ViolationKey:
-    """The key of a violation in a stored status (KeyError, TypeError: not a violation)."""
-    return (v["namespace"], v["workload"]["kind"], v["workload"]["name"], v["topologyKey"])
-
-
-def _seen_since(previous: Mapping[str, Any], now: str) -> dict[ViolationKey, str]:
-    """When each violation of a stored status was first seen."""
-    out: dict[ViolationKey, str] = {}
-    for v in _items(previous.get("violations")):
-        try:
-            key = stored_violation_key(v)
-        except (KeyError, TypeError):
-            continue
-        since = v.get("since")
-        out[key] = since if isinstance(since, str) else now
-    return out
-
-
 def build_status(
     report: Report,
     policy: RebalancePolicy,
@@ -232,16 +185,15 @@ def build_status(
     """The status for a completed scan (and, in Enforce mode, its evictions). ``previous`` is
     the status as stored (JSON); ``cooldowns`` (from `cooldowns_status`) is written when
     given, ``deletion_cost`` (from `deletion_cost_status`) too."""
-    previous = previous or {}
     limit = policy.report_max_items
-    seen = _seen_since(previous, now)
-    stored_conditions = _stored_conditions(previous)
+    seen = stored.first_seen(previous)
+    before = stored.conditions(previous)
     steps = _plan(report, executions)
     return Status(
         observed_generation=policy.generation,
         last_scan_time=now,
         conditions=tuple(
-            _condition(c, now, policy.generation, stored_conditions)
+            _condition(c, now, policy.generation, before)
             for c in (conditions if conditions is not None else scan_conditions(report))
         ),
         summary=_summary(report, executions),
@@ -288,7 +240,7 @@ def failed_scan_status(
     policy: RebalancePolicy, now: str, error: str, previous: Mapping[str, Any] | None = None
 ) -> ConditionsStatus:
     """A status reporting a failed scan; the last good report stays in place."""
-    stored = _stored_conditions(previous or {})
+    before = stored.conditions(previous)
     conditions = [
         Condition(
             ConditionType.READY, True, "Scanning", "the operator is running; the last scan failed"
@@ -296,11 +248,10 @@ def failed_scan_status(
         Condition(ConditionType.SCAN_SUCCEEDED, False, "ScanFailed", error),
     ]
     ours = {c.type for c in conditions}
-    kept = [_read_condition(c) for t, c in stored.items() if t not in ours]
+    kept = tuple(c for t, c in before.items() if t not in ours)
     return ConditionsStatus(
         observed_generation=policy.generation,
-        conditions=tuple(_condition(c, now, policy.generation, stored) for c in conditions)
-        + tuple(c for c in kept if c is not None),
+        conditions=tuple(_condition(c, now, policy.generation, before) for c in conditions) + kept,
     )
 
 
@@ -325,40 +276,6 @@ def deletion_cost_status(counts: CostCounts) -> DeletionCostStatus:
 
 def rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: object) -> float | None:
-    """An RFC 3339 time as a Unix time; None if it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadHistory:
-    """What the operator keeps about one workload it evicted from."""
-
-    namespace: str
-    kind: str
-    name: str
-    last_eviction: float | None = None  # Unix time; the cooldown runs from here
-    reviews: tuple[tuple[str, int], ...] = ()  # (topologyKey, skew at the eviction) to check
-    backoff_level: int = 0
-    backoff_until: float | None = None  # Unix time
-
-
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    """The operator's memory of one policy, as read back from its status."""
-
-    causes: dict[ViolationKey, tuple[Cause, str]] = field(default_factory=dict)
-    workloads: tuple[WorkloadHistory, ...] = ()
 
 
 def _matters(w: WorkloadHistory, now: float, cooldown: float) -> bool:
@@ -393,80 +310,3 @@ def cooldowns_status(
     kept = [w for w in workloads if _matters(w, now, cooldown)]
     kept.sort(key=lambda w: (-(w.last_eviction or 0.0), w.namespace, w.kind, w.name))
     return [_cooldown(w, now) for w in kept[:COOLDOWNS_LIMIT]]
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _items(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list) else ()
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _reviews(entry: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    reviews = []
-    for r in _items(entry.get("pendingReview")):
-        if isinstance(r, Mapping) and _str(r.get("topologyKey")) is not None:
-            skew = r.get("skewAtEviction")
-            if _is_int(skew):
-                reviews.append((str(r["topologyKey"]), skew))
-    return tuple(reviews)
-
-
-def _history(entry: object) -> WorkloadHistory | None:
-    if not isinstance(entry, Mapping):
-        return None
-    workload = entry.get("workload")
-    namespace = _str(entry.get("namespace"))
-    if not isinstance(workload, Mapping) or namespace is None:
-        return None
-    kind, name = _str(workload.get("kind")), _str(workload.get("name"))
-    if kind is None or name is None:
-        return None
-    return WorkloadHistory(
-        namespace,
-        kind,
-        name,
-        last_eviction=parse_time(entry.get("lastEvictionTime")),
-        reviews=_reviews(entry),
-        backoff_level=_count(entry.get("backoffLevel")),
-        backoff_until=parse_time(entry.get("backoffUntil")),
-    )
-
-
-def _cause(v: Mapping[str, Any]) -> tuple[Cause, str] | None:
-    try:
-        cause = Cause(str(v.get("cause")))
-    except ValueError:
-        return None
-    message = v.get("causeMessage")
-    return cause, message if isinstance(message, str) else ""
-
-
-def remembered(status: Mapping[str, Any] | None) -> Remembered:
-    """Read back what a status says the operator knew: each listed violation's cause (an ongoing
-    violation keeps the cause it was first given), and each workload's eviction history.
-    Malformed entries are left out: the status is the operator's own, but anyone with access to
-    the status subresource may have edited it."""
-    status = status or {}
-    causes = {}
-    for v in _items(status.get("violations")):
-        try:
-            key = stored_violation_key(v)
-        except (KeyError, TypeError):
-            continue
-        cause = _cause(v)
-        if cause is not None and all(isinstance(k, str) for k in key):
-            causes[key] = cause
-    workloads = tuple(
-        w for w in (_history(e) for e in _items(status.get("cooldowns"))) if w is not None
-    )
-    return Remembered(causes, workloads)

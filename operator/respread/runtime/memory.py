@@ -21,8 +21,8 @@ from typing import Any
 from respread.analysis.causes import Cause, PreviousScan
 from respread.analysis.groups import Analysis, WorkloadRef
 from respread.remedies.cost.memo import CostMemo
-from respread.report.model import Report, ViolationKey
-from respread.report.status import WorkloadHistory, remembered
+from respread.report.model import Report, ViolationKey, WorkloadHistory
+from respread.report.stored import remembered
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
 

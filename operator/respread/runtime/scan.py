@@ -39,8 +39,6 @@ from respread.report.build import build_report
 from respread.report.changes import change_events, changes
 from respread.report.contract import conditions_status_json, status_json, status_patch
 from respread.report.model import (
-    ConditionStatus,
-    ConditionType,
     DeletionCostStatus,
     Execution,
     Report,
@@ -53,6 +51,7 @@ from respread.report.status import (
     deletion_cost_status,
     failed_scan_status,
 )
+from respread.report.stored import scan_failing
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
@@ -230,13 +229,6 @@ async def _surges(
     events = await surges.run_round(api, policy, surge, now, acting)
     surges.follow(api, cache, policy, acting, uid)
     return events
-
-
-def _scan_failing(status: Mapping[str, Any] | None) -> bool:
-    for condition in (status or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == ConditionType.SCAN_SUCCEEDED:
-            return condition.get("status") == ConditionStatus.FALSE
-    return False
 
 
 def _cost_status(
@@ -422,7 +414,7 @@ async def run_scan(
                     previous=memory.previous_status,
                 )
             )
-            was_failing = _scan_failing(memory.previous_status)
+            was_failing = scan_failing(memory.previous_status)
             await asyncio.to_thread(patch_status, api, policy.name, failed)
             if not was_failing:  # an Event when scans start failing, not for every failure
                 await tell_policy(

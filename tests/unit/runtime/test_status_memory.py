@@ -10,14 +10,9 @@ import pytest
 from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.report.contract import cooldown_json
-from respread.report.status import (
-    COOLDOWNS_LIMIT,
-    WorkloadHistory,
-    cooldowns_status,
-    parse_time,
-    remembered,
-    rfc3339,
-)
+from respread.report.model import WorkloadHistory
+from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status, rfc3339
+from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
