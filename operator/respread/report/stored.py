@@ -88,6 +88,11 @@ def scan_failing(status: Stored | None) -> bool:
     return c is not None and c.status is ConditionStatus.FALSE
 
 
+def holds_deletion_cost(status: Stored | None) -> bool:
+    """Whether the stored status has a ``deletionCost`` (it is then kept, its counts zeroed)."""
+    return "deletionCost" in (status or {})
+
+
 def violation_key(v: object) -> ViolationKey | None:
     """The key of a violation in a stored status (None: not a violation)."""
     if not isinstance(v, Mapping) or not isinstance(v.get("workload"), Mapping):

@@ -51,7 +51,7 @@ from respread.report.status import (
     deletion_cost_status,
     failed_scan_status,
 )
-from respread.report.stored import scan_failing
+from respread.report.stored import holds_deletion_cost, scan_failing
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
@@ -236,7 +236,7 @@ def _cost_status(
 ) -> DeletionCostStatus | None:
     """`status.deletionCost`: with the remedy on or costs to count; and once written, on with
     zero counts rather than gone."""
-    if computed.costs is not None or counts != CostCounts() or "deletionCost" in (previous or {}):
+    if computed.costs is not None or counts != CostCounts() or holds_deletion_cost(previous):
         return deletion_cost_status(counts)
     return None
 
