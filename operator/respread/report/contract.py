@@ -155,7 +155,9 @@ def _cost_entry(e: CostEntry) -> Json:
         "changed": e.changed,
         "withinMaxSkew": e.within_max_skew,
     }
-    return _optional(out, conflictManagers=list(e.conflict_managers))
+    if e.conflict_managers:
+        out["conflictManagers"] = list(e.conflict_managers)
+    return out
 
 
 def _order(o: CostOrder) -> Json:

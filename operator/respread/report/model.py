@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
@@ -133,9 +134,9 @@ class Predicted:
     violations_after_deferred: int
 
 
-@dataclass(frozen=True, slots=True)
-class CostEntry:
-    """One pod of a ReplicaSet's removal order."""
+class CostEntry(NamedTuple):
+    """One pod of a ReplicaSet's removal order (a NamedTuple: there is one per ordered pod, and
+    a frozen dataclass takes twice as long to build)."""
 
     pod: str
     node: str | None
