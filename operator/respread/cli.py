@@ -32,7 +32,9 @@ from respread.remedies.choose import (
 from respread.remedies.cost.order import plan_costs
 from respread.remedies.evict.planner import plan
 from respread.remedies.surge.plan import plan_surges
-from respread.report.build import build_report, render_text
+from respread.report.build import build_report
+from respread.report.contract import report_json
+from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -251,7 +253,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
         report = build_report(analysis, result, policy, costs=costs, surge=surge)
     note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
-    emit(report, args.output, render_text(report) if args.output == "text" else None)
+    if args.output == "text":
+        emit(None, args.output, render_text(report))
+    else:
+        emit(report_json(report), args.output)
     return 0
 
 

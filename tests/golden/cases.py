@@ -99,6 +99,7 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     from respread.core.timestamps import parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
+    from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
     from respread.runtime.scan import compute, rfc3339
@@ -110,12 +111,14 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     statuses = []
     for now in (parse_rfc3339(NOW), parse_rfc3339(NOW) + 60):
         computed = compute(state, policy, memory, now)
-        status = build_status(
-            computed.report,
-            policy,
-            rfc3339(now),
-            previous=memory.previous_status,
-            cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+        status = status_json(
+            build_status(
+                computed.report,
+                policy,
+                rfc3339(now),
+                previous=memory.previous_status,
+                cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+            )
         )
         memory.previous_status = status
         statuses.append(status)

@@ -15,13 +15,14 @@ Only the previous scan's view of the cluster (the evidence for new causes) start
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from respread.analysis.causes import Cause, PreviousScan
 from respread.analysis.groups import Analysis, WorkloadRef
 from respread.remedies.cost.memo import CostMemo
-from respread.report.status import WorkloadHistory, remembered, violation_key
+from respread.report.model import Report, ViolationKey, WorkloadHistory
+from respread.report.stored import remembered
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
 
@@ -35,7 +36,7 @@ class PolicyMemory:
     previous: PreviousScan | None = None
     previous_status: Mapping[str, Any] | None = None
     last_scan: float | None = None
-    causes: dict[tuple[str, str, str, str], tuple[str, str]] = field(default_factory=dict)
+    causes: dict[ViolationKey, tuple[Cause, str]] = field(default_factory=dict)
     # exact: never changes a plan
     cost_memo: CostMemo = field(default_factory=CostMemo, compare=False, repr=False)
 
@@ -124,19 +125,22 @@ class PolicyMemory:
             members={m.workload: m.count for m in analysis.members},
         )
 
-    def carry_causes(self, report: Mapping[str, Any]) -> None:
-        """An ongoing violation keeps the cause it was first given.
+    def carry_causes(self, report: Report) -> Report:
+        """The report with each ongoing violation keeping the cause it was first given.
 
         Causes are read from what changed since the previous scan, so the scan after the one
         that saw a node leave or the replicas drop has no evidence left and would say Unknown.
         Like ``since``, the cause belongs to the violation: it stays until the violation is
         gone, and is only refined when it was Unknown.
         """
-        kept: dict[tuple[str, str, str, str], tuple[str, str]] = {}
-        for v in report["violations"]:
-            key = violation_key(v)
-            before = self.causes.get(key)
-            if before is not None and before[0] != Cause.UNKNOWN.value:
-                v["cause"], v["causeMessage"] = before
-            kept[key] = (v["cause"], v["causeMessage"])
+        kept: dict[ViolationKey, tuple[Cause, str]] = {}
+        violations = []
+        for found in report.violations:
+            before = self.causes.get(found.key)
+            v = found
+            if before is not None and before[0] is not Cause.UNKNOWN:
+                v = replace(found, cause=before[0], cause_message=before[1])
+            kept[v.key] = (v.cause, v.cause_message)
+            violations.append(v)
         self.causes = kept
+        return replace(report, violations=tuple(violations))

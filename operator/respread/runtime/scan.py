@@ -32,18 +32,26 @@ from respread.remedies.cost.release import (
     CostCounts,
     Lifecycle,
     cost_event,
-    cost_status,
 )
 from respread.remedies.evict.planner import Move, Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
-from respread.report.changes import ViolationKey, change_events, changes
-from respread.report.status import (
+from respread.report.changes import change_events, changes
+from respread.report.contract import conditions_status_json, status_json, status_patch
+from respread.report.model import (
+    DeletionCostStatus,
     Execution,
+    Report,
+    StepStatus,
+    ViolationKey,
+)
+from respread.report.status import (
     build_status,
     cooldowns_status,
+    deletion_cost_status,
     failed_scan_status,
 )
+from respread.report.stored import holds_deletion_cost, scan_failing
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
@@ -57,6 +65,13 @@ log = logging.getLogger(__name__)
 ENFORCEMENT = asyncio.Lock()
 
 
+EXECUTED = {  # what an eviction request's answer makes of its plan step
+    Result.EVICTED: StepStatus.EVICTED,
+    Result.BLOCKED: StepStatus.BLOCKED,
+    Result.FAILED: StepStatus.FAILED,
+}
+
+
 def rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -65,7 +80,7 @@ def rfc3339(t: float) -> str:
 class Computed:
     analysis: Analysis
     plan: Plan
-    report: dict[str, Any]
+    report: Report
     known: frozenset[ViolationKey]  # the violations known before this scan
     costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
     surge: SurgeReport | None = None  # surge moves planned, skipped and in flight
@@ -120,7 +135,7 @@ def _compute(
     costs = hold_costs(ordered, surge.busy)
     report = build_report(analysis, result, policy, memory.previous, costs=costs, surge=surge)
     known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
-    memory.carry_causes(report)
+    report = memory.carry_causes(report)
     memory.remember(analysis)
     return Computed(analysis, result, report, known, costs, surge)
 
@@ -159,7 +174,7 @@ async def enforce(
                     Execution(
                         move.pod.namespace,
                         move.pod.name,
-                        "Failed",
+                        StepStatus.FAILED,
                         "the pod changed since the scan; not evicted",
                     )
                 )
@@ -175,7 +190,9 @@ async def enforce(
             )
             metrics.EVICTIONS.labels(policy.name, outcome.result.value).inc()
             executions.append(
-                Execution(move.pod.namespace, move.pod.name, outcome.result.value, outcome.reason)
+                Execution(
+                    move.pod.namespace, move.pod.name, EXECUTED[outcome.result], outcome.reason
+                )
             )
             if outcome.result is Result.EVICTED:
                 key, skew = _skew(computed.analysis, move)
@@ -214,28 +231,31 @@ async def _surges(
     return events
 
 
-def _scan_failing(status: Mapping[str, Any] | None) -> bool:
-    for condition in (status or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
-            return condition.get("status") == "False"
-    return False
+def _cost_status(
+    computed: Computed, counts: CostCounts, previous: Mapping[str, Any] | None
+) -> DeletionCostStatus | None:
+    """`status.deletionCost`: with the remedy on or costs to count; and once written, on with
+    zero counts rather than gone."""
+    if computed.costs is not None or counts != CostCounts() or holds_deletion_cost(previous):
+        return deletion_cost_status(counts)
+    return None
 
 
-def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
+def _export(policy: RebalancePolicy, report: Report) -> None:
     metrics.forget(policy.name)
-    metrics.VIOLATIONS.labels(policy.name).set(report["summary"]["violations"])
-    for v in report["violations"]:
+    metrics.VIOLATIONS.labels(policy.name).set(report.summary.violations)
+    for v in report.violations:
         labels = (
             policy.name,
-            v["namespace"],
-            f"{v['workload']['kind']}/{v['workload']['name']}",
-            v["topologyKey"],
+            v.workload.namespace,
+            f"{v.workload.kind}/{v.workload.name}",
+            v.topology_key,
         )
-        metrics.SKEW.labels(*labels).set(v["skew"])
-        metrics.MISPLACED.labels(*labels).set(v["violatingPods"])
-    metrics.PLANNED.labels(policy.name, "Planned").set(len(report["evictions"]))
-    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report["deferred"]))
-    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report["skipped"]))
+        metrics.SKEW.labels(*labels).set(v.skew)
+        metrics.MISPLACED.labels(*labels).set(v.violating_pods)
+    metrics.PLANNED.labels(policy.name, "Planned").set(len(report.evictions))
+    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report.deferred))
+    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report.skipped))
 
 
 async def run_scan(
@@ -309,15 +329,10 @@ async def run_scan(
             previous=memory.previous_status,
             executions=executions,
             cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
+            deletion_cost=_cost_status(computed, counts, memory.previous_status),
         )
-        if (
-            computed.costs is not None
-            or counts != CostCounts()
-            or "deletionCost" in (memory.previous_status or {})
-        ):
-            status["deletionCost"] = cost_status(counts)
         check(acting)
-        await asyncio.to_thread(patch_status, api, policy.name, status)
+        await asyncio.to_thread(patch_status, api, policy.name, status_patch(status))
         changed = changes(computed.report, computed.known)
         for reason, warning, message in change_events(changed):
             check(acting)
@@ -344,7 +359,7 @@ async def run_scan(
                 warning=event.warning,
                 message=f"{event.workload}: {event.message}",
             )
-        failed_evictions = [e for e in executions if e.state == "Failed"]
+        failed_evictions = [e for e in executions if e.state is StepStatus.FAILED]
         if failed_evictions:
             check(acting)
             first = failed_evictions[0]
@@ -357,7 +372,6 @@ async def run_scan(
                 message=f"{len(failed_evictions)} eviction(s) failed; first "
                 f"{first.namespace}/{first.pod}: {first.reason}",
             )
-        summary = computed.report["summary"]
         log.info(
             "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
             "%d eviction(s) planned, %d deferred; %d evicted; %.2fs",
@@ -365,15 +379,15 @@ async def run_scan(
             policy.mode.value,
             len(state.pods),
             len(state.nodes),
-            summary["violations"],
+            computed.report.summary.violations,
             len(changed.found),
             len(changed.resolved),
-            len(computed.report["evictions"]),
-            len(computed.report["deferred"]),
-            sum(1 for e in executions if e.state == "Evicted"),
+            len(computed.report.evictions),
+            len(computed.report.deferred),
+            sum(1 for e in executions if e.state is StepStatus.EVICTED),
             time.monotonic() - started,
         )
-        memory.previous_status = status
+        memory.previous_status = status_json(status)
         memory.last_scan = now
         _export(policy, computed.report)
         metrics.LAST_SCAN.labels(policy.name).set(now)
@@ -392,14 +406,16 @@ async def run_scan(
         try:
             if not acting():
                 return True  # a follower writes nothing
-            status = failed_scan_status(
-                policy,
-                rfc3339(now),
-                f"{type(err).__name__}: {err}",
-                previous=memory.previous_status,
+            failed = conditions_status_json(
+                failed_scan_status(
+                    policy,
+                    rfc3339(now),
+                    f"{type(err).__name__}: {err}",
+                    previous=memory.previous_status,
+                )
             )
-            was_failing = _scan_failing(memory.previous_status)
-            await asyncio.to_thread(patch_status, api, policy.name, status)
+            was_failing = scan_failing(memory.previous_status)
+            await asyncio.to_thread(patch_status, api, policy.name, failed)
             if not was_failing:  # an Event when scans start failing, not for every failure
                 await tell_policy(
                     api,
@@ -413,7 +429,7 @@ async def run_scan(
             # there (the last good report, its violations and their `since`, stays as it was).
             memory.previous_status = {
                 **(memory.previous_status or {}),
-                "conditions": status["conditions"],
+                "conditions": failed["conditions"],
             }
         except PolicyGoneError:
             log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)

@@ -12,17 +12,20 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.analysis.causes import Cause
 from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.report.changes import Changes, change_events, changes
+from respread.report.model import Report, Violation
 from respread.runtime import cache as cache_module
 from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.operator import GRACE, STALE_FACTOR, App
+from tests.support.reports import report, violation
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
 SLACK = GRACE  # App.stale() allows this on top of STALE_FACTOR intervals
@@ -211,38 +214,28 @@ def test_a_verification_that_cannot_list_changes_nothing_and_is_tried_again(
 # ---- causes outlive the scan that found them --------------------------------------------
 
 
-def violation(cause: str, message: str, workload: str = "web") -> dict[str, Any]:
-    return {
-        "namespace": "ns",
-        "workload": {"kind": "Deployment", "name": workload},
-        "topologyKey": "zone",
-        "cause": cause,
-        "causeMessage": message,
-    }
+def caused(cause: Cause, message: str) -> Report:
+    return report([violation(cause=cause, cause_message=message)])
 
 
 def test_an_ongoing_violation_keeps_its_cause_until_it_is_resolved() -> None:
     memory = PolicyMemory()
-    first = {"violations": [violation("NodeLoss", "node(s) n1 left since the previous scan")]}
-    memory.carry_causes(first)
-    later = {"violations": [violation("Unknown", "no evidence in the snapshot of what skewed it")]}
-    memory.carry_causes(later)
-    assert later["violations"][0]["cause"] == "NodeLoss"
-    assert later["violations"][0]["causeMessage"] == "node(s) n1 left since the previous scan"
+    memory.carry_causes(caused(Cause.NODE_LOSS, "node(s) n1 left since the previous scan"))
+    (later,) = memory.carry_causes(caused(Cause.UNKNOWN, "no evidence")).violations
+    assert later.cause is Cause.NODE_LOSS
+    assert later.cause_message == "node(s) n1 left since the previous scan"
 
-    memory.carry_causes({"violations": []})  # resolved
-    again = {"violations": [violation("ScaleDown", "web went from 9 to 4 pods")]}
-    memory.carry_causes(again)
-    assert again["violations"][0]["cause"] == "ScaleDown"
+    memory.carry_causes(report())  # resolved
+    (again,) = memory.carry_causes(caused(Cause.SCALE_DOWN, "web went from 9 to 4")).violations
+    assert again.cause is Cause.SCALE_DOWN
 
 
 def test_an_unknown_cause_is_refined_when_evidence_appears() -> None:
     memory = PolicyMemory()
-    memory.carry_causes({"violations": [violation("Unknown", "no evidence")]})
-    refined = {"violations": [violation("RollingUpdate", "pods come from 2 ReplicaSets")]}
-    memory.carry_causes(refined)
-    assert refined["violations"][0]["cause"] == "RollingUpdate"
-    assert memory.causes[("ns", "Deployment", "web", "zone")][0] == "RollingUpdate"
+    memory.carry_causes(caused(Cause.UNKNOWN, "no evidence"))
+    refined = memory.carry_causes(caused(Cause.ROLLING_UPDATE, "pods come from 2 ReplicaSets"))
+    assert refined.violations[0].cause is Cause.ROLLING_UPDATE
+    assert memory.causes[("ns", "Deployment", "web", "zone")][0] is Cause.ROLLING_UPDATE
 
 
 # ---- status conditions across a failed scan ------------------------------------------
@@ -331,13 +324,8 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
 # ---- Events only for changes ---------------------------------------------------------------
 
 
-def found(name: str, skew: int = 2) -> dict[str, Any]:
-    return {
-        **violation("ScaleDown", "web went from 9 to 4 pods", name),
-        "skew": skew,
-        "maxSkew": 1,
-        "message": "2 evictions fix it",
-    }
+def found(name: str, skew: int = 2) -> Violation:
+    return violation(name, cause=Cause.SCALE_DOWN, cause_message="went from 9 to 4", skew=skew)
 
 
 def key(name: str) -> tuple[str, str, str, str]:
@@ -369,8 +357,8 @@ def key(name: str) -> tuple[str, str, str, str]:
 def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
-    report = {"violations": [found(name) for name in current]}
-    events = change_events(changes(report, frozenset(key(k) for k in known)))
+    scanned = report([found(name) for name in current])
+    events = change_events(changes(scanned, frozenset(key(k) for k in known)))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]
@@ -386,8 +374,7 @@ def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_th
     """The status shows at most report.maxItems violations; what is new is judged against the
     operator's memory of every violation, so a scan that changes nothing posts nothing."""
     memory = PolicyMemory()
-    many = {"violations": [found(f"w{i}") for i in range(50)]}
-    memory.carry_causes(many)
+    many = memory.carry_causes(report([found(f"w{i}") for i in range(50)]))
     assert changes(many, frozenset(memory.causes)) == Changes([], [])
 
 

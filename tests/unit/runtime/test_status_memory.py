@@ -7,15 +7,12 @@ from typing import Any
 
 import pytest
 
+from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
-from respread.report.status import (
-    COOLDOWNS_LIMIT,
-    WorkloadHistory,
-    cooldowns_status,
-    parse_time,
-    remembered,
-    rfc3339,
-)
+from respread.report.contract import cooldown_json
+from respread.report.model import WorkloadHistory
+from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status, rfc3339
+from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -48,22 +45,25 @@ def test_cooldowns_keep_only_what_still_matters(history: WorkloadHistory, kept: 
 
 
 def test_cooldowns_entries_are_readable_and_most_recent_first() -> None:
-    out = cooldowns_status(
-        [
-            WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
-            WorkloadHistory(
-                "shop",
-                "Deployment",
-                "new",
-                last_eviction=NOW - 10,
-                reviews=((ZONE, 3),),
-                backoff_level=1,
-                backoff_until=NOW + 1200,
-            ),
-        ],
-        NOW,
-        COOLDOWN,
-    )
+    out = [
+        cooldown_json(c)
+        for c in cooldowns_status(
+            [
+                WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
+                WorkloadHistory(
+                    "shop",
+                    "Deployment",
+                    "new",
+                    last_eviction=NOW - 10,
+                    reviews=((ZONE, 3),),
+                    backoff_level=1,
+                    backoff_until=NOW + 1200,
+                ),
+            ],
+            NOW,
+            COOLDOWN,
+        )
+    ]
     assert out == [
         entry(
             "new",
@@ -83,7 +83,7 @@ def test_cooldowns_are_bounded() -> None:
     ]
     out = cooldowns_status(many, NOW, COOLDOWN)
     assert len(out) == COOLDOWNS_LIMIT
-    assert out[0]["workload"]["name"] == "w0"  # the most recent kept
+    assert out[0].workload.name == "w0"  # the most recent kept
 
 
 def test_a_status_round_trips_through_memory() -> None:
@@ -91,7 +91,9 @@ def test_a_status_round_trips_through_memory() -> None:
     memory.record_eviction(WEB, ZONE, 3, NOW - 30)
     memory.backoff_level[WEB] = 2
     memory.backoff_until[WEB] = NOW + 2400
-    status = {"cooldowns": cooldowns_status(memory.histories(), NOW, COOLDOWN)}
+    status = {
+        "cooldowns": [cooldown_json(c) for c in cooldowns_status(memory.histories(), NOW, COOLDOWN)]
+    }
     again = PolicyMemory.from_status(status)
     assert again.last_eviction == {WEB: NOW - 30}
     assert again.skew_at_eviction == {(WEB, ZONE): 3}
@@ -115,7 +117,7 @@ def test_causes_and_since_are_read_back_from_the_violations() -> None:
     }
     memory = PolicyMemory.from_status(status)
     assert memory.causes == {
-        ("shop", "Deployment", "web", ZONE): ("ScaleDown", "web scaled from 9 to 4 replicas")
+        ("shop", "Deployment", "web", ZONE): (Cause.SCALE_DOWN, "web scaled from 9 to 4 replicas")
     }
     # `since` (and the conditions' transition times, and which violations already had their
     # Event) come from the previous status the next build_status is given.
