@@ -300,6 +300,7 @@ class _Builder:
         frame: _Frame | None = None  # stack[-1]
         root: Any = None
         scalar_event, end_events = yaml.ScalarEvent, (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+        start_events = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
         while True:
             ev: Any = get_event()
             cls = type(ev)
@@ -308,7 +309,7 @@ class _Builder:
                 value = ev.value if ev.tag is None and not ev.implicit[0] else self._scalar(ev)
                 if ev.anchor is not None:
                     anchors[ev.anchor] = (value, 1, False)
-            elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
+            elif cls in start_events:
                 frame = self._open(ev, len(stack), cls is yaml.SequenceStartEvent)
                 stack.append(frame)
                 if ev.anchor is not None:
@@ -316,40 +317,48 @@ class _Builder:
                 continue
             elif cls in end_events:
                 done = stack.pop()
-                value, size = done.items, done.size
-                if done.merges:
-                    value = _merged(done.merges, value)
-                if done.anchor is not None:
-                    anchors[done.anchor] = (value, size, False)
+                value, size, ev = _closed(done, anchors), done.size, done.start
                 frame = stack[-1] if stack else None
-                ev = done.start
             elif cls is yaml.AliasEvent:
                 value, size = self._alias(ev, anchors)
             elif cls is yaml.DocumentEndEvent:
                 return root
             else:
                 raise InputError(f"unexpected YAML event {cls.__name__}", _line(ev))
-            # Attach the value to the open collection (or make it the document's root).
             if frame is None:
                 root = value
-                continue
-            frame.size += size
-            items = frame.items
-            if type(items) is list:
-                items.append(value)
-            elif frame.key is _NO_KEY:
-                if isinstance(value, dict | list):
-                    raise InputError("a mapping key that is a collection", _line(ev))
-                frame.key = value
-            elif frame.key is _MERGE:
-                group = value if isinstance(value, list) else [value]
-                if not all(isinstance(m, dict) for m in group):
-                    raise InputError("a merge key (<<) needs mappings", _line(ev))
-                frame.merges.append(group)
-                frame.key = _NO_KEY
             else:
-                items[frame.key] = value
-                frame.key = _NO_KEY
+                _attach(frame, value, size, ev)
+
+
+def _closed(done: _Frame, anchors: dict[str, tuple[Any, int, bool]]) -> Any:
+    """The value of a collection just ended (its merge keys applied), recorded under its anchor."""
+    value = _merged(done.merges, done.items) if done.merges else done.items
+    if done.anchor is not None:
+        anchors[done.anchor] = (value, done.size, False)
+    return value
+
+
+def _attach(frame: _Frame, value: Any, size: int, ev: Any) -> None:
+    """Adds a value to the open collection: a sequence's next item, or a mapping's next key, its
+    value, or the mappings of a merge key (``<<``)."""
+    frame.size += size
+    items = frame.items
+    if type(items) is list:
+        items.append(value)
+    elif frame.key is _NO_KEY:
+        if isinstance(value, dict | list):
+            raise InputError("a mapping key that is a collection", _line(ev))
+        frame.key = value
+    elif frame.key is _MERGE:
+        group = value if isinstance(value, list) else [value]
+        if not all(isinstance(m, dict) for m in group):
+            raise InputError("a merge key (<<) needs mappings", _line(ev))
+        frame.merges.append(group)
+        frame.key = _NO_KEY
+    else:
+        items[frame.key] = value
+        frame.key = _NO_KEY
 
 
 def _merged(merges: list[list[dict[Any, Any]]], explicit: dict[Any, Any]) -> dict[Any, Any]:
