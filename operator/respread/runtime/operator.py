@@ -28,6 +28,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
@@ -38,7 +39,7 @@ from respread.runtime.leader import LeaderElector, default_identity, default_nam
 from respread.runtime.leadership import LeaseTiming
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.reflector import Reflectors
-from respread.runtime.scan import rfc3339, run_scan
+from respread.runtime.scan import run_scan
 from respread.runtime.triggers import overdue_at, trigger_for
 
 log = logging.getLogger(__name__)
@@ -265,7 +266,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
                         "status": "False",
                         "reason": "InvalidPolicy",
                         "message": str(err)[:1024],
-                        "lastTransitionTime": rfc3339(time.time()),
+                        "lastTransitionTime": format_rfc3339(time.time()),
                     }
                 ],
             }
