@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import KubeError, get_json
+from respread.kube.client import get_json, listing
 
 # (kind, list path): everything the pipeline reads.
 LISTS = (
@@ -55,14 +53,8 @@ def read_cluster(
     server = api.configuration.host
     out: list[tuple[str, dict[str, Any]]] = []
     for kind, path in LISTS:
-        try:
+        with listing(kind, server):
             items = list(list_objects(api, kind, path))
-        except ApiException as err:
-            raise KubeError(
-                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
         if progress is not None:
             progress(f"read {len(items)} {kind} object(s)")
         out.extend((f"{server}{path}", item) for item in items)
@@ -78,17 +70,11 @@ def list_keys(
     server = api.configuration.host
     out: dict[str, dict[tuple[str, str], str]] = {}
     for kind, path in paths.items():
-        try:
-            found: dict[tuple[str, str], str] = {}
+        found: dict[tuple[str, str], str] = {}
+        with listing(kind, server):
             for item in list_objects(api, kind, path, METADATA_ONLY):
                 meta = item.get("metadata") or {}
                 key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                 found[key] = str(meta.get("resourceVersion") or "")
-            out[kind] = found
-        except ApiException as err:
-            raise KubeError(
-                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
+        out[kind] = found
     return out
