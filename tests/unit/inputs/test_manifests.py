@@ -84,8 +84,9 @@ def constraints(draw: st.DrawFn) -> object:
 TERMS = st.builds(
     NodeSelectorTerm,
     st.lists(requirements(tuple(Op)), max_size=2).map(tuple),
-    st.lists(st.builds(Requirement, st.just("metadata.name"), st.just(Op.IN), st.tuples(NAMES)))
-    .map(tuple),
+    st.lists(
+        st.builds(Requirement, st.just("metadata.name"), st.just(Op.IN), st.tuples(NAMES))
+    ).map(tuple),
 )
 TOLERATIONS = st.builds(
     Toleration,
@@ -163,9 +164,7 @@ def controllers(draw: st.DrawFn) -> Record:
             "resource_version": draw(st.none() | st.just("100")),
             "paused": draw(st.booleans()),
             "rollout": draw(st.builds(ReplicaStatus, *[st.integers(0, 9)] * 4)),
-            "markers": Labels(
-                draw(st.dictionaries(st.sampled_from(sorted(SURGE_MARKERS)), NAMES))
-            ),
+            "markers": Labels(draw(st.dictionaries(st.sampled_from(sorted(SURGE_MARKERS)), NAMES))),
         }
     return make.controller(
         kind,
