@@ -10,6 +10,7 @@ In the spirit of kube-scheduler's ``st.MakePod()``, with Python's keywords for i
 - ``deployment("web", 9, constraints=...)``, ``replica_set(...)``, ``stateful_set(...)``: a
   controller of ``app=<name>`` pods with that template; ``workload(kind, name, selector)`` any
   controller as it is; ``budget("web", WEB, allowed=1)`` a PodDisruptionBudget and its status;
+  ``rollout("web", "abc")`` a Deployment and its ReplicaSet ``web-abc`` as ownership reads them;
   ``namespace("team", tier="a")``; ``service(...)``; ``state(nodes, pods, ...)`` the cluster.
 - ``eviction_policy(max_per_run=1)``: a RebalancePolicy over every namespace that evicts without
   caps or minimum age unless told otherwise.
@@ -37,6 +38,7 @@ from respread.core.model import (
     NodeAffinity,
     NodeSelectorTerm,
     Op,
+    OwnerRef,
     Phase,
     Pod,
     PodSpec,
@@ -273,6 +275,17 @@ def replica_set(name: str, replicas: int, **kw: Any) -> Workload:
 
 def stateful_set(name: str, replicas: int, **kw: Any) -> Workload:
     return controller("StatefulSet", name, replicas, **kw)
+
+
+def rollout(name: str, *hashes: str, namespace: str = "default") -> tuple[Workload, ...]:
+    """A Deployment of ``app=<name>`` pods and its ReplicaSets ``<name>-<hash>``, as ownership
+    reads them (selectors and owners, no templates)."""
+    selector = sel(app=name)
+    owner = OwnerRef("Deployment", name)
+    return (
+        workload("Deployment", name, selector, namespace),
+        *(workload("ReplicaSet", f"{name}-{h}", selector, namespace, owner=owner) for h in hashes),
+    )
 
 
 def budget(

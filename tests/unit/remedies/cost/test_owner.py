@@ -15,7 +15,6 @@ from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, 
 from respread.core.model import (
     ClusterState,
     Labels,
-    Namespace,
     OwnerRef,
     Pod,
     SpreadConstraint,
@@ -45,12 +44,13 @@ from respread.remedies.cost.release import (
 from respread.report.build import _deletion_cost_text, deletion_cost_section
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.scan import compute
-from tests.support.builders import hard, node, pod, sel, soft, state, workload
+from tests.support.builders import hard, namespace, pod, sel, soft, state, workload, zone_node
+from tests.support.constants import ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 RS = OwnerRef("ReplicaSet", "web-abc")
-NAMESPACES = {"default": Namespace("default"), "team": Namespace("team")}
+NAMESPACES = {"default": namespace("default"), "team": namespace("team")}
+THREE_ZONES = [zone_node(f"n{i}", z) for i, z in enumerate("abc")]
+WEB_RS = workload("ReplicaSet", "web-abc", sel(app="web"))
 HARD = hard(ZONE, sel(app="web"))
 
 
@@ -204,10 +204,8 @@ def test_whether_a_policy_orders_a_pod(
 
 
 def cluster(named: str | None) -> ClusterState:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [web(f"w{i}", f"n{i % 3}", named=named) for i in range(6)]
-    rs = replace(workload("ReplicaSet", "web-abc", sel(app="web")), owner=None)
-    return state(nodes, pods, workloads=[rs])
+    return state(THREE_ZONES, pods, workloads=[WEB_RS])
 
 
 @pytest.mark.parametrize(
@@ -252,7 +250,6 @@ def test_the_plan_leaves_another_policys_replica_set_alone(
 
 
 def test_overlap_examples_are_bounded_in_the_status() -> None:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = []
     workloads = []
     for r in range(12):
@@ -269,7 +266,7 @@ def test_overlap_examples_are_bounded_in_the_status() -> None:
         workloads.append(workload("ReplicaSet", f"rs{r:02}", sel(app=f"rs{r:02}")))
     me = policy("b")
     plan = plan_costs(
-        analyze(state(nodes, pods, workloads=workloads), me),
+        analyze(state(THREE_ZONES, pods, workloads=workloads), me),
         me.remediation.deletion_cost,
         ownership=Ownership.of("b", [policy("a")], NAMESPACES),
     )
@@ -326,11 +323,12 @@ def test_a_policy_letting_go_hands_over_to_the_replica_sets_owner(
 def test_a_policy_hands_over_what_it_wrote_in_a_replica_set_another_owns() -> None:
     """b wrote some costs, a wrote others of the same ReplicaSet: a owns it (first by name of
     the two named); b hands its pods over to a rather than keeping them."""
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [
         web(f"w{i}", f"n{i % 3}", named="a" if i % 2 else "b", cost=str(i + 1)) for i in range(6)
     ]
-    cluster_ = state(nodes, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))])
+    cluster_ = state(
+        THREE_ZONES, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))]
+    )
     me = policy("b")
     others = [policy("a")]
     plan = plan_costs(
