@@ -5,22 +5,31 @@ from __future__ import annotations
 import datetime
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from kube_harness import FAKE_NODE_ANNOTATION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.support.builders import constraint, deployment, sel
+from tests.support.constants import HOST, ZONE
+from tests.support.manifests import manifest
+
+from respread.core.model import Resources, When
+from respread.core.quantity import milli
 
 T = TypeVar("T")
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 POOL_LABEL = "respread.test/pool"
 NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"  # RebalancePolicy
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 OPERATOR_USER = "system:serviceaccount:respread-system:respread"  # deploy/'s ServiceAccount
+
+TWO_PER_ZONE = {"zone-a": 2, "zone-b": 2, "zone-c": 2}  # fake nodes per zone
+UNEQUAL_ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}  # as clouds have them
+AT_ONCE = {"minPodAge": "0s", "cooldown": "1s"}  # a policy's eviction: no waiting
+COSTS_ONLY = {"evict": False, "deletionCost": {"enabled": True}}  # a policy's remediation
 
 
 def wait_for(
@@ -101,8 +110,8 @@ class FakeNodes:
                 name=name,
                 annotations={key: value},
                 labels={
-                    ZONE_LABEL: zone,
-                    HOSTNAME_LABEL: name,
+                    ZONE: zone,
+                    HOST: name,
                     "kubernetes.io/os": "linux",
                     "kubernetes.io/arch": "amd64",
                     "type": "kwok",
@@ -175,44 +184,26 @@ def spread_deployment(
     *,
     node_selector: Mapping[str, str],
     max_skew: int = 1,
-    topology_key: str = ZONE_LABEL,
+    topology_key: str = ZONE,
     when_unsatisfiable: str = "DoNotSchedule",
     cpu: str = "100m",
     spread: bool = True,
 ) -> dict[str, Any]:
-    """A Deployment of `app=<name>` pods with a topology spread constraint (unless spread=False)."""
-    labels = {"app": name}
-    pod_spec: dict[str, Any] = {
-        "nodeSelector": dict(node_selector),
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [
-            {
-                "name": "app",
-                "image": "registry.invalid/respread/fake:1",  # never pulled: kwok fakes it
-                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-            }
-        ],
-    }
-    if spread:
-        pod_spec["topologySpreadConstraints"] = [
-            {
-                "maxSkew": max_skew,
-                "topologyKey": topology_key,
-                "whenUnsatisfiable": when_unsatisfiable,
-                "labelSelector": {"matchLabels": labels},
-            }
-        ]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-        },
-    }
+    """A Deployment of `app=<name>` pods with a topology spread constraint (unless spread=False),
+    as tests/support/manifests writes it: its namespace is the request's."""
+    spreads = constraint(
+        topology_key, sel(app=name), when=When(when_unsatisfiable), max_skew=max_skew
+    )
+    record = deployment(
+        name,
+        replicas,
+        constraints=(spreads,) if spread else (),
+        node_selector=node_selector,
+        requests=Resources(cpu=milli(cpu), memory=64 * 2**20),
+    )
+    body = manifest(record)
+    body["metadata"]["labels"] = {"app": name}
+    return body
 
 
 def pod_is_ready(pod: client.V1Pod) -> bool:
@@ -245,7 +236,7 @@ def wait_pods_ready(
 def zone_of_nodes(core: client.CoreV1Api, selector: Mapping[str, str]) -> dict[str, str]:
     label_selector = ",".join(f"{k}={v}" for k, v in selector.items())
     nodes = core.list_node(label_selector=label_selector).items
-    return {n.metadata.name: n.metadata.labels[ZONE_LABEL] for n in nodes}
+    return {n.metadata.name: n.metadata.labels[ZONE] for n in nodes}
 
 
 def pods_per_zone(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -> Counter[str]:
@@ -262,16 +253,46 @@ def skew(counts: Mapping[str, int]) -> int:
     return max(counts.values()) - min(counts.values())
 
 
-# ---- RebalancePolicy status -------------------------------------------------------------------
+# ---- RebalancePolicy ----------------------------------------------------------------------------
 
-POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+
+def rebalance_policy(name: str, namespace: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A RebalancePolicy scanning every 10 s, over ``namespace`` when given; ``spec`` adds to
+    its spec or replaces those two."""
+    base: dict[str, Any] = {"schedule": {"interval": "10s"}}
+    if namespace is not None:
+        base["selector"] = {"namespaces": {"include": [namespace]}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "RebalancePolicy",
+        "metadata": {"name": name},
+        "spec": {**base, **spec},
+    }
+
+
+def create_policy(
+    custom: client.CustomObjectsApi, name: str, namespace: str | None = None, **spec: Any
+) -> None:
+    custom.create_cluster_custom_object(
+        GROUP, VERSION, PLURAL, rebalance_policy(name, namespace, **spec)
+    )
+
+
+@contextmanager
+def policy(
+    custom: client.CustomObjectsApi, name: str, namespace: str | None = None, **spec: Any
+) -> Iterator[str]:
+    """The policy ``rebalance_policy`` writes, for the block; deleted after (if still there)."""
+    create_policy(custom, name, namespace, **spec)
+    try:
+        yield name
+    finally:
+        delete_policy(custom, name)
 
 
 def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
     """A RebalancePolicy's status ({} before its first scan)."""
-    obj: dict[str, Any] = custom.get_cluster_custom_object(
-        POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL, name
-    )
+    obj: dict[str, Any] = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
     return obj.get("status") or {}
 
 

@@ -50,7 +50,9 @@ MI = 2**20
 
 
 def manifest(record: Record, *, spec: Mapping[str, Any] | None = None) -> Json:
-    """The object for ``record``; ``spec``: fields added to its spec."""
+    """The object for ``record``; ``spec``: fields added to its spec. What reads back as its
+    default is left out (namespace ``default``, generation and status counts 0), so that a
+    record of namespace ``default`` may be created in any namespace the request names."""
     if isinstance(record, Node):
         doc = _node(record)
     elif isinstance(record, Pod):
@@ -93,7 +95,7 @@ def _object(
     owner: OwnerRef | None = None,
 ) -> Json:
     meta: Json = {"name": name}
-    if namespace is not None:
+    if namespace not in (None, "default"):  # "default": the reader's, or the request's
         meta["namespace"] = namespace
     if labels:
         meta["labels"] = dict(labels)
@@ -267,7 +269,8 @@ def _workload(w: Workload) -> Json:
         API_VERSIONS[w.kind], w.kind, w.name, w.namespace, created=w.created, owner=w.owner
     )
     meta = doc["metadata"]
-    meta["generation"] = w.generation
+    if w.generation:
+        meta["generation"] = w.generation
     annotations = dict(w.markers) if w.kind == "Deployment" else {}
     if w.revision is not None:
         annotations["deployment.kubernetes.io/revision"] = w.revision
@@ -303,7 +306,8 @@ def _workload(w: Workload) -> Json:
                 "readyReplicas": r.ready,
                 "availableReplicas": r.available,
             }
-    doc["status"] = status
+    if status := {k: v for k, v in status.items() if v}:  # zeros read back as they are
+        doc["status"] = status
     return doc
 
 
