@@ -206,6 +206,15 @@ def spread_deployment(
     return body
 
 
+def zone_a_and_two_of_b(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -> set[str]:
+    """Of 9 pods spread 3/3/3, the ones whose going leaves 0/1/3 (a skew of 3): zone-a's
+    three and two of zone-b's (by name)."""
+    by_zone: dict[str, list[str]] = {"zone-a": [], "zone-b": [], "zone-c": []}
+    for pod in pods:
+        by_zone[node_zones[pod.spec.node_name]].append(pod.metadata.name)
+    return {*by_zone["zone-a"], *sorted(by_zone["zone-b"])[:2]}
+
+
 def pod_is_ready(pod: client.V1Pod) -> bool:
     if pod.metadata.deletion_timestamp is not None or pod.status is None:
         return False
