@@ -13,9 +13,10 @@ from kube_harness import FAKE_NODE_ANNOTATION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.support.builders import constraint, deployment, sel
-from tests.support.constants import HOST, ZONE
+from tests.support.constants import DELETION_COST, HOST, ZONE
 from tests.support.manifests import manifest
 
+from respread.core.annotations import COST_POLICY, COST_WRITTEN
 from respread.core.model import Resources, When
 from respread.core.quantity import milli
 
@@ -213,6 +214,24 @@ def zone_a_and_two_of_b(pods: Iterable[client.V1Pod], node_zones: Mapping[str, s
     for pod in pods:
         by_zone[node_zones[pod.spec.node_name]].append(pod.metadata.name)
     return {*by_zone["zone-a"], *sorted(by_zone["zone-b"])[:2]}
+
+
+def cost_owners(pod: client.V1Pod) -> set[str]:
+    """The field managers owning a pod's pod-deletion-cost annotation (managedFields)."""
+    return {
+        m.manager
+        for m in pod.metadata.managed_fields or []
+        if f"f:{DELETION_COST}"
+        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
+    }
+
+
+def costed_by(pods: list[client.V1Pod], policy: str, count: int) -> bool:
+    """Exactly ``count`` pods, each carrying ``policy``'s name beside the cost it wrote."""
+    notes = [p.metadata.annotations or {} for p in pods]
+    return len(pods) == count and all(
+        a.get(COST_POLICY) == policy and a.get(COST_WRITTEN) == a.get(DELETION_COST) for a in notes
+    )
 
 
 def pod_is_ready(pod: client.V1Pod) -> bool:

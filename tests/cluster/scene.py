@@ -66,10 +66,15 @@ class Scene:
     def pods(self, app: str) -> list[client.V1Pod]:
         return list_pods(self.core, self.namespace, f"app={app}")
 
-    def cost(self, pod: str, cost: str) -> None:
-        """Set a pod's pod-deletion-cost annotation (as the test's own field manager)."""
+    def cost(self, pod: str, cost: str, field_manager: str | None = None) -> client.V1Pod:
+        """Set a pod's pod-deletion-cost annotation (as ``field_manager``, or the client's);
+        the pod as patched."""
         patch = {"metadata": {"annotations": {DELETION_COST: cost}}}
-        self.core.patch_namespaced_pod(pod, self.namespace, patch)
+        manager = {"field_manager": field_manager} if field_manager else {}
+        patched: client.V1Pod = self.core.patch_namespaced_pod(
+            pod, self.namespace, patch, **manager
+        )
+        return patched
 
     def scale_in(
         self,
