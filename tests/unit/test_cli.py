@@ -68,6 +68,18 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def policy_yaml(path: Path, name: str, spec: dict[str, Any]) -> Path:
+    """A RebalancePolicy file: ``name`` with ``spec``."""
+    doc = {
+        "apiVersion": "respread.io/v1alpha1",
+        "kind": "RebalancePolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
 def plan_json(capsys: pytest.CaptureFixture[str], *snapshot_args: str) -> dict[str, Any]:
     code, out, err = run(capsys, "plan", *snapshot_args, "--now", NOW, "-o", "json")
     assert code == 0, err
@@ -185,17 +197,7 @@ def test_plan_reads_stdin(
 def test_plan_with_policy_file(
     capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "none"},
-                "spec": {"eviction": {"maxPerRun": 0}},
-            }
-        )
-    )
+    policy = policy_yaml(tmp_path / "policy.yaml", "none", {"eviction": {"maxPerRun": 0}})
     report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
     assert report["summary"]["violations"] == 1
     assert report["summary"]["plannedEvictions"] == 0
@@ -205,17 +207,8 @@ def test_plan_with_policy_file(
 def test_plan_excluded_namespace_is_not_planned(
     capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "skip-shop"},
-                "spec": {"selector": {"namespaces": {"exclude": ["shop"]}}},
-            }
-        )
-    )
+    spec = {"selector": {"namespaces": {"exclude": ["shop"]}}}
+    policy = policy_yaml(tmp_path / "policy.yaml", "skip-shop", spec)
     report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
     assert report["summary"]["plannedEvictions"] == 0
 
@@ -545,18 +538,7 @@ def test_explain_text(capsys: pytest.CaptureFixture[str], snapshot: Path) -> Non
 
 
 def policy_file(tmp_path: Path, remediation: dict[str, Any]) -> Path:
-    path = tmp_path / "remediation.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "remedies"},
-                "spec": {"remediation": remediation},
-            }
-        )
-    )
-    return path
+    return policy_yaml(tmp_path / "remediation.yaml", "remedies", {"remediation": remediation})
 
 
 def test_by_default_eviction_is_the_remedy_and_no_cost_is_ordered(
