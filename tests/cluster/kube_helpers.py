@@ -281,6 +281,32 @@ def skew(counts: Mapping[str, int]) -> int:
     return max(counts.values()) - min(counts.values())
 
 
+# ---- leader election -------------------------------------------------------------------------
+
+LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
+
+
+def lease_holder(coordination: client.CoordinationV1Api) -> str:
+    """The identity holding the operator's Lease ('' when none does or there is no Lease)."""
+    try:
+        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if not_found(err):
+            return ""
+        raise
+    return str(lease.spec.holder_identity or "")
+
+
+def forget_lease(coordination: client.CoordinationV1Api) -> None:
+    """Delete the Lease: one left by an earlier test would hold a dead identity for a whole
+    lease duration."""
+    try:
+        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if not not_found(err):
+            raise
+
+
 # ---- RebalancePolicy ----------------------------------------------------------------------------
 
 

@@ -16,8 +16,12 @@ import pytest
 from kube_harness import AuditLog, free_port
 from kube_helpers import (
     AT_ONCE,
+    LEASE,
+    LEASE_NS,
     PLURAL,
     TWO_PER_ZONE,
+    forget_lease,
+    lease_holder,
     parse_time,
     pod_is_ready,
     pods_per_zone,
@@ -25,7 +29,6 @@ from kube_helpers import (
     wait_for,
 )
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from scene import Scene
 
 if TYPE_CHECKING:
@@ -34,18 +37,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
-LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
 LEASE_DURATION = 6.0
-
-
-def holder(coordination: client.CoordinationV1Api) -> str:
-    try:
-        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status == 404:
-            return ""
-        raise
-    return str(lease.spec.holder_identity or "")
 
 
 def replica(event: dict[str, Any]) -> str:
@@ -82,11 +74,7 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
     release). The follower takes the Lease over one lease duration later (not before) and makes
     the second move; no pod is evicted twice and no replica evicts while the other leads."""
     coordination = client.CoordinationV1Api(scene.api)
-    try:  # a Lease left by an earlier test would hold a dead identity for one duration
-        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    forget_lease(coordination)
 
     node_zones = scene.zones(TWO_PER_ZONE)
     scene.deploy("web", 9)
@@ -112,7 +100,7 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
         )
         for identity, port in ports.items()
     }
-    first = wait_for(lambda: holder(coordination), 60, "a replica to acquire the Lease")
+    first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
     second = next(i for i in ops if i != first)
     assert wait_for(lambda: leader_metric(ports[first]) == 1, 30, "respread_leader 1")
     assert wait_for(lambda: leader_metric(ports[second]) == 0, 30, "respread_leader 0")
@@ -129,12 +117,12 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
         # (the scan that evicted writes its status afterwards)
         writes = wait_for(lambda: status_writes(scene.audit, mark, name), 30, "a status write")
         assert {replica(e) for e in writes} == {first}, Counter(replica(e) for e in writes)
-        assert holder(coordination) == first
+        assert lease_holder(coordination) == first
 
         ops[first].kill()
         killed = time.time()
         took_over = wait_for(
-            lambda: holder(coordination) == second and time.time(),
+            lambda: lease_holder(coordination) == second and time.time(),
             LEASE_DURATION + 20,
             f"{second} to take the Lease over",
         )

@@ -10,14 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_helpers import (
-    AT_ONCE,
-    TWO_PER_ZONE,
-    pods_per_zone,
-    skew,
-    wait_for,
-    zone_a_and_two_of_b,
-)
+from kube_helpers import AT_ONCE, TWO_PER_ZONE, pods_per_zone, skew, wait_for, zone_a_and_two_of_b
 from scene import Scene
 
 pytestmark = pytest.mark.cluster

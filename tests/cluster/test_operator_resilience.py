@@ -18,7 +18,7 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import pytest
 import yaml
@@ -179,8 +179,35 @@ def kubeconfig_via(kubeconfig: Path, port: int, path: Path) -> Path:
     return path
 
 
+class Poller:
+    """Polls the API server in a thread of its own, with its own client (the kubeconfig's), for
+    the block the object is entered for: ``_poll(core)`` until ``_stop`` is set."""
+
+    kubeconfig: Path
+    _stop: threading.Event
+
+    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        try:
+            self._poll(client.CoreV1Api(api))
+        finally:
+            api.close()
+
+    def _poll(self, core: client.CoreV1Api) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class AvailabilitySampler:
+class AvailabilitySampler(Poller):
     """Samples, in a thread, how many of a workload's `replicas` pods are missing or not Ready.
 
     Each sample is (sent, answered, missing): the state it shows held at some moment between
@@ -193,31 +220,17 @@ class AvailabilitySampler:
     samples: list[tuple[float, float, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> AvailabilitySampler:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="sampler")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        api = config.new_client_from_config(config_file=str(self.kubeconfig))
-        core = client.CoreV1Api(api)
-        try:
-            while not self._stop.is_set():
-                sent = time.time()
-                try:
-                    pods = list_pods(core, self.namespace, self.selector)
-                except Exception:  # the API server is being restarted
-                    time.sleep(0.5)
-                    continue
-                ready = sum(1 for p in pods if pod_is_ready(p))
-                self.samples.append((sent, time.time(), self.replicas - ready))
-                time.sleep(0.2)
-        finally:
-            api.close()
+    def _poll(self, core: client.CoreV1Api) -> None:
+        while not self._stop.is_set():
+            sent = time.time()
+            try:
+                pods = list_pods(core, self.namespace, self.selector)
+            except Exception:  # the API server is being restarted
+                time.sleep(0.5)
+                continue
+            ready = sum(1 for p in pods if pod_is_ready(p))
+            self.samples.append((sent, time.time(), self.replicas - ready))
+            time.sleep(0.2)
 
     def missing_before(self, t: float) -> int | None:
         """Replicas missing or unready in the last sample answered before `t`."""
@@ -233,7 +246,7 @@ class AvailabilitySampler:
 
 
 @dataclass
-class ReadinessResync:
+class ReadinessResync(Poller):
     """Stands in for the kubelet's periodic status sync, which kwok lacks.
 
     After kube-apiserver restarts, kwok's node leases lapse for a while (its lease cache is
@@ -250,25 +263,11 @@ class ReadinessResync:
     reasserted: list[tuple[float, str]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> ReadinessResync:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="kubelet-sync")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        api = config.new_client_from_config(config_file=str(self.kubeconfig))
-        core = client.CoreV1Api(api)
+    def _poll(self, core: client.CoreV1Api) -> None:
         selector = ",".join(f"{k}={v}" for k, v in self.node_selector.items())
-        try:
-            while not self._stop.wait(2.0):
-                with contextlib.suppress(Exception):  # the API server may be restarting
-                    self._sync(core, selector)
-        finally:
-            api.close()
+        while not self._stop.wait(2.0):
+            with contextlib.suppress(Exception):  # the API server may be restarting
+                self._sync(core, selector)
 
     def _sync(self, core: client.CoreV1Api, selector: str) -> None:
         ready_nodes = {

@@ -35,6 +35,8 @@ from kube_helpers import (
     create_policy,
     delete_policy,
     evictions,
+    forget_lease,
+    lease_holder,
     pod_is_ready,
     pods_per_zone,
     skew,
@@ -158,6 +160,16 @@ def surge_started(scene: Scene, *, interval: float = 0.05) -> None:
     wait_for(surged, 90, "the scale-up", interval=interval)
 
 
+@contextmanager
+def surging(scene: Scene, name: str) -> Iterator[Sampler]:
+    """An Enforce surge policy (readyTimeout 2m) for the block, web's replicas and Ready pods
+    sampled all along; the block begins once the surge has scaled web up."""
+    sampler = Sampler(scene, "web")
+    with sampler.running(), scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="2m")):
+        surge_started(scene)
+        yield sampler
+
+
 def operator_writes(audit: AuditLog, since: int) -> list[dict[str, Any]]:
     return [
         e
@@ -258,13 +270,8 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
     original = {p.metadata.uid for p in scene.pods("web")}
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    sampler = Sampler(scene, "web")
     first: OperatorProcess = operator_factory()
-    with (
-        sampler.running(),
-        scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(scene)
+    with surging(scene, name) as sampler:
         first.kill()
         state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
@@ -410,30 +417,13 @@ def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
     assert "Traceback" not in operator.read_text(errors="replace")
 
 
-LEASE_NS, LEASE = "respread-system", "respread"
-
-
-def lease_holder(coordination: client.CoordinationV1Api) -> str:
-    try:
-        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status == 404:
-            return ""
-        raise
-    return str(lease.spec.holder_identity or "")
-
-
 def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     scene: Scene, operator_factory: StartOperator
 ) -> None:
     """Two replicas with --leader-elect: the leader scales up and is SIGKILLed; the other takes
     the Lease over and finishes the surge from the Deployment's annotation."""
     coordination = client.CoordinationV1Api(scene.api)
-    try:  # a Lease left by an earlier test would hold a dead identity for one duration
-        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    forget_lease(coordination)
     skewed(scene, {"web": {}})
     node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
     ops = {
@@ -446,12 +436,7 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     second = next(i for i in ops if i != first)
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    sampler = Sampler(scene, "web")
-    with (
-        sampler.running(),
-        scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(scene)
+    with surging(scene, name) as sampler:
         ops[first].kill()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
         wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
@@ -572,12 +557,7 @@ def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(scene: Scene, operat
     node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    sampler = Sampler(scene, "web")
-    with (
-        sampler.running(),
-        scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(scene)
+    with surging(scene, name) as sampler:
         scene.patch_policy(name, mode="DryRun", remediation={"surge": {"enabled": False}})
         switched = time.time()
         took, _ = wait_back_to_original(scene, switched, 90)
