@@ -24,9 +24,9 @@ from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
 from respread.report.status import Execution, build_status, failed_scan_status
 from respread.runtime.memory import PolicyMemory
+from tests.support.constants import NOW
 from tests.support.paths import EXAMPLES
 
-NOW = "2026-11-22T10:00:00Z"
 LATER = "2026-11-22T10:05:00Z"
 
 

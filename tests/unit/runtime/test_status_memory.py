@@ -17,11 +17,11 @@ from respread.report.status import (
     rfc3339,
 )
 from respread.runtime.memory import PolicyMemory
+from tests.support.constants import NOW_EPOCH as NOW
+from tests.support.constants import ZONE
 
-NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 COOLDOWN = 600.0
 WEB = WorkloadRef("shop", "Deployment", "web")
-ZONE = "topology.kubernetes.io/zone"
 
 
 def entry(name: str, **fields: Any) -> dict[str, Any]:
