@@ -19,14 +19,13 @@ from respread.remedies.evict.planner import plan
 from respread.report.build import build_report, render_text
 from tests.support.builders import eviction_policy, hard, node, pod, sel, state
 
-ZONE = "zone"
 POLICY = eviction_policy(cooldown=0.0)
 RS = OwnerRef("ReplicaSet", "web")
 
 
 def _cluster(affinity: Policy | None, counted_in_a: int) -> object:
     web = sel(app="web")
-    spread = hard(ZONE, web, affinity=affinity)
+    spread = hard("zone", web, affinity=affinity)
     pinned = {"disk": "ssd"}
     nodes = [
         node("n0", zone="a", disk="ssd"),
