@@ -24,13 +24,10 @@ from respread.core.model import (
     OwnerRef,
     Phase,
     Pod,
-    PodSpec,
-    PodTemplate,
     Policy,
     Requirement,
     SpreadConstraint,
     Toleration,
-    Workload,
 )
 from respread.scheduling.explain import Explanation, explain_pod
 from respread.scheduling.spread import SpreadIndex
@@ -41,11 +38,13 @@ from tests.support.builders import (
     hard,
     node,
     pod,
+    pod_spec,
     pods_on,
     sel,
     service,
     soft,
     state,
+    stateful_set,
     taint,
     workload,
 )
@@ -928,14 +927,7 @@ def test_explain_judges_a_bound_pod_by_its_own_constraints() -> None:
     owner = OwnerRef("StatefulSet", "web")
     me = pod("web-0", "n1", APP_WEB, constraints=old, owner=owner)
     others = pods_on("n1", 2, constraints=old, owner=owner)
-    sts = Workload(
-        kind="StatefulSet",
-        namespace="default",
-        name="web",
-        selector=WEB,
-        replicas=3,
-        template=PodTemplate(Labels(APP_WEB), PodSpec(constraints=new)),
-    )
+    sts = stateful_set("web", 3, constraints=new)
     cluster = state([node("n1", zone="z1"), node("n2", zone="z2")], [me, *others], workloads=[sts])
     ex = explain_pod(SpreadIndex(cluster), me)
     assert [c.max_skew for c in ex.constraints] == [1]
@@ -950,9 +942,7 @@ def test_profile_for_with_short_lived_specs_and_constraints() -> None:
     for i in range(2000):
         skew = 1 + i % 5
         constraints = (hard("zone", WEB, max_skew=skew),)
-        profile = index.profile_for(
-            "default", labels, PodSpec(constraints=constraints), constraints
-        )
+        profile = index.profile_for("default", labels, pod_spec(constraints), constraints)
         assert profile.constraints[0].max_skew == skew
         del constraints, profile
 

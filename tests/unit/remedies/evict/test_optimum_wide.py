@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import replace
+from typing import Any
 from unittest.mock import patch
 
 from hypothesis import event, given, settings
@@ -36,10 +37,8 @@ from respread.analysis.groups import Analysis, analyze
 from respread.core.model import (
     ClusterState,
     DisruptionBudget,
-    Labels,
     LabelSelector,
     Node,
-    NodeAffinity,
     NodeSelectorTerm,
     Op,
     OwnerRef,
@@ -65,6 +64,7 @@ from tests.support.builders import (
     eviction_policy,
     node,
     pod,
+    pod_spec,
     sel,
     soft,
     state,
@@ -138,12 +138,12 @@ def _constraint(draw: st.DrawFn, key: str, app: str, tier: str) -> SpreadConstra
     )
 
 
-_AFFINITIES = (
-    NodeAffinity(),
-    NodeAffinity(),
-    NodeAffinity(),
-    NodeAffinity(Labels({"disk": "ssd"})),
-    NodeAffinity(required_terms=(NodeSelectorTerm((Requirement(ZONE, Op.NOT_IN, ("zc",)),)),)),
+_AFFINITIES: tuple[dict[str, Any], ...] = (  # pod_spec's keywords: none, nodeSelector, a term
+    {},
+    {},
+    {},
+    {"node_selector": {"disk": "ssd"}},
+    {"required_terms": (NodeSelectorTerm((Requirement(ZONE, Op.NOT_IN, ("zc",)),)),)},
 )
 
 
@@ -155,12 +155,9 @@ def _workload_spec(draw: st.DrawFn, app: str, tier: str) -> PodSpec:
         constraints[1] = soft(ZONE, constraints[1].selector, max_skew=constraints[1].max_skew)
         constraints[0] = replace(constraints[0], when=When.DO_NOT_SCHEDULE)
     tolerations = (Toleration("dedicated", "Exists"),) if draw(st.integers(0, 3)) == 0 else ()
-    return PodSpec(
-        constraints=tuple(constraints),
-        affinity=draw(st.sampled_from(_AFFINITIES)),
-        tolerations=tolerations,
-        requests=Resources(cpu=draw(st.sampled_from([0, 0, 400, 600]))),
-    )
+    affinity = draw(st.sampled_from(_AFFINITIES))
+    requests = Resources(cpu=draw(st.sampled_from([0, 0, 400, 600])))
+    return pod_spec(constraints, **affinity, tolerations=tolerations, requests=requests)
 
 
 @st.composite
