@@ -22,6 +22,7 @@ from respread.core.model import OwnerRef
 from tests.support.builders import WEB, hard, pod, replica_set, zone_node
 from tests.support.constants import NOW, ZONE
 from tests.support.manifests import Json, manifest
+from tests.support.tables import cases
 
 CREATED = 1767225600.0  # 2026-01-01T00:00:00Z
 SPREAD = (hard(ZONE, WEB),)
@@ -364,7 +365,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "needle"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+@cases(("argv", "needle"), ERRORS)
 def test_errors_are_one_line(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,

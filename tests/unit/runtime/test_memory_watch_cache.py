@@ -17,6 +17,7 @@ from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
+from tests.support.tables import cases
 
 API = cast(client.ApiClient, object())
 
@@ -54,9 +55,7 @@ BEHIND: list[tuple[str, dict[str, str], dict[str, str], int]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("cached", "listed", "lagging"), [c[1:] for c in BEHIND], ids=[c[0] for c in BEHIND]
-)
+@cases(("cached", "listed", "lagging"), BEHIND)
 def test_behind(cached: dict[str, str], listed: dict[str, str], lagging: int) -> None:
     cache = ClusterCache()
     for name, rv in cached.items():

@@ -22,6 +22,7 @@ from respread.remedies.cost.order import CostPlan, OrderState, plan_costs
 from respread.scheduling.controller import Tier, current_cost, tier
 from tests.support.builders import hard, node, pod, rollout, sel, state, with_cost, zone_node
 from tests.support.constants import DELETION_COST, HOST, ZONE
+from tests.support.tables import cases
 
 WEB = {"app": "web", "pod-template-hash": "abc"}
 RS = OwnerRef("ReplicaSet", "web-abc")
@@ -201,7 +202,7 @@ TIERS = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "expected"), [t[1:] for t in TIERS], ids=[t[0] for t in TIERS])
+@cases(("changes", "expected"), TIERS)
 def test_tier(changes: dict[str, object], expected: Tier) -> None:
     assert tier(replace(pod("p", "n0", WEB), **changes)) is expected  # type: ignore[arg-type]
 
@@ -230,7 +231,7 @@ COSTS = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "value"), [c[1:] for c in COSTS], ids=[c[0] for c in COSTS])
+@cases(("raw", "value"), COSTS)
 def test_current_cost(raw: str | None, value: int | None) -> None:
     annotations = Labels({DELETION_COST: raw}) if raw is not None else Labels()
     assert current_cost(replace(pod("p", "n0", WEB), annotations=annotations)) == value
@@ -312,7 +313,7 @@ EXCLUDED: list[tuple[str, OwnerRef | None, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("owner", "kind"), [e[1:] for e in EXCLUDED], ids=[e[0] for e in EXCLUDED])
+@cases(("owner", "kind"), EXCLUDED)
 def test_excluded_kinds_are_reported_and_never_ordered(owner: OwnerRef | None, kind: str) -> None:
     c = hard(ZONE, sel(app="web"))
     pods = web_pods({"n0": 2, "n1": 1}, [c], owner=owner) if owner else web_pods({"n0": 1}, [c])
@@ -358,11 +359,7 @@ REPORTED_HEADS: list[tuple[str, Mapping[str, int], frozenset[str], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("layout", "not_ready", "head"),
-    [e[1:] for e in REPORTED_HEADS],
-    ids=[e[0] for e in REPORTED_HEADS],
-)
+@cases(("layout", "not_ready", "head"), REPORTED_HEADS)
 def test_the_message_says_violated_now_only_when_it_is(
     layout: Mapping[str, int], not_ready: frozenset[str], head: str
 ) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from respread.analysis.groups import WorkloadRef, analyze
 from respread.core.model import (
     ClusterState,
@@ -33,6 +31,7 @@ from tests.support.builders import (
     zone_node,
 )
 from tests.support.constants import HOST, ZONE
+from tests.support.tables import cases
 
 SPEC = pod_spec((hard(ZONE, WEB),), requests=Resources(cpu=100))
 RS = OwnerRef("ReplicaSet", "web-5d4f")
@@ -107,9 +106,7 @@ PROTECTION_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("field", "why"), [(c[1], c[2]) for c in PROTECTION_CASES], ids=[c[0] for c in PROTECTION_CASES]
-)
+@cases(("field", "why"), PROTECTION_CASES)
 def test_protected_pods_are_never_planned(field: dict[str, object], why: str) -> None:
     pods = tuple(web(f"web-{i}", "a1", created=1000.0 + i, **field) for i in range(4))
     result = run(cluster(*pods))
@@ -169,9 +166,7 @@ BUDGET_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("budgets", "kind", "why"), [c[1:] for c in BUDGET_CASES], ids=[c[0] for c in BUDGET_CASES]
-)
+@cases(("budgets", "kind", "why"), BUDGET_CASES)
 def test_budgets_that_refuse_block_every_covered_pod(
     budgets: tuple[DisruptionBudget, ...], kind: SkipKind, why: str
 ) -> None:
@@ -208,7 +203,7 @@ CAP_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("caps", "why"), [c[1:] for c in CAP_CASES], ids=[c[0] for c in CAP_CASES])
+@cases(("caps", "why"), CAP_CASES)
 def test_caps_defer_what_they_hold_back(caps: dict[str, object], why: str) -> None:
     result = run(cluster(*skewed()), eviction_policy(**caps))
     assert len(result.moves) == 1
@@ -235,9 +230,7 @@ ORDER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "first"), [c[1:] for c in ORDER_CASES], ids=[c[0] for c in ORDER_CASES]
-)
+@cases(("changes", "first"), ORDER_CASES)
 def test_victim_order(changes: dict[str, dict[str, object]], first: str) -> None:
     pods = skewed(
         *(
@@ -316,11 +309,7 @@ OUTCOME_MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("layout", "changes", "message"),
-    [c[1:] for c in OUTCOME_MESSAGES],
-    ids=[c[0] for c in OUTCOME_MESSAGES],
-)
+@cases(("layout", "changes", "message"), OUTCOME_MESSAGES)
 def test_the_outcome_says_why(
     layout: tuple[int, int], changes: dict[str, object], message: str
 ) -> None:
