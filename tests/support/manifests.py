@@ -14,27 +14,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from respread.core.model import (
-    Autoscaler,
-    DisruptionBudget,
-    LabelSelector,
-    Namespace,
-    Node,
-    NodeAffinity,
-    Op,
-    OwnerRef,
-    Pod,
-    PodSpec,
-    Requirement,
-    Resources,
-    Service,
-    SpreadConstraint,
-    Workload,
-)
+from respread.core import model
+from respread.inputs.objects import Record
 from tests.support.constants import DELETION_COST
 
 Json = dict[str, Any]
-Record = Node | Pod | DisruptionBudget | Workload | Service | Namespace | Autoscaler
 
 IMAGE = "registry.invalid/respread/fake:1"  # never pulled: kwok fakes the containers
 DELETED_AT = "2026-01-01T00:00:00Z"  # deletionTimestamp of a terminating pod
@@ -53,18 +37,18 @@ def manifest(record: Record, *, spec: Mapping[str, Any] | None = None) -> Json:
     """The object for ``record``; ``spec``: fields added to its spec. What reads back as its
     default is left out (namespace ``default``, generation and status counts 0), so that a
     record of namespace ``default`` may be created in any namespace the request names."""
-    if isinstance(record, Node):
+    if isinstance(record, model.Node):
         doc = _node(record)
-    elif isinstance(record, Pod):
+    elif isinstance(record, model.Pod):
         doc = _pod(record)
-    elif isinstance(record, Workload):
+    elif isinstance(record, model.Workload):
         doc = _workload(record)
-    elif isinstance(record, DisruptionBudget):
+    elif isinstance(record, model.DisruptionBudget):
         doc = _budget(record)
-    elif isinstance(record, Service):
+    elif isinstance(record, model.Service):
         doc = _object("v1", "Service", record.name, record.namespace)
         doc["spec"] = {"selector": dict(record.selector)} if record.selector is not None else {}
-    elif isinstance(record, Namespace):
+    elif isinstance(record, model.Namespace):
         doc = _object("v1", "Namespace", record.name, None, labels=record.labels)
     else:
         doc = _autoscaler(record)
@@ -92,7 +76,7 @@ def _object(
     *,
     labels: Mapping[str, str] | None = None,
     created: float | None = None,
-    owner: OwnerRef | None = None,
+    owner: model.OwnerRef | None = None,
 ) -> Json:
     meta: Json = {"name": name}
     if namespace not in (None, "default"):  # "default": the reader's, or the request's
@@ -114,13 +98,13 @@ def _ready(ready: bool) -> Json:
 # Selectors and pod specs
 
 
-def selector(value: LabelSelector) -> Json:
+def selector(value: model.LabelSelector) -> Json:
     """matchLabels for the leading single-value In requirements in key order (as the parser
     puts them first), matchExpressions for the rest."""
     reqs = value.requirements
     labels: dict[str, str] = {}
     for r in reqs:
-        if r.op is not Op.IN or len(r.values) != 1 or (labels and r.key <= max(labels)):
+        if r.op is not model.Op.IN or len(r.values) != 1 or (labels and r.key <= max(labels)):
             break
         labels[r.key] = r.values[0]
     out: Json = {"matchLabels": labels} if labels else {}
@@ -129,14 +113,14 @@ def selector(value: LabelSelector) -> Json:
     return out
 
 
-def _requirement(r: Requirement) -> Json:
+def _requirement(r: model.Requirement) -> Json:
     out: Json = {"key": r.key, "operator": r.op.value}
     if r.values:
         out["values"] = list(r.values)
     return out
 
 
-def _constraint(c: SpreadConstraint) -> Json:
+def _constraint(c: model.SpreadConstraint) -> Json:
     out: Json = {"maxSkew": c.max_skew, "topologyKey": c.topology_key}
     out["whenUnsatisfiable"] = c.when.value
     if c.selector is not None:
@@ -152,7 +136,7 @@ def _constraint(c: SpreadConstraint) -> Json:
     return out
 
 
-def _affinity(affinity: NodeAffinity) -> Json:
+def _affinity(affinity: model.NodeAffinity) -> Json:
     out: Json = {}
     if affinity.node_selector:
         out["nodeSelector"] = dict(affinity.node_selector)
@@ -169,7 +153,7 @@ def _affinity(affinity: NodeAffinity) -> Json:
     return out
 
 
-def quantities(r: Resources) -> dict[str, str]:
+def quantities(r: model.Resources) -> dict[str, str]:
     """Requests (or allocatable) as quantities: CPU in millicores, memory in Mi when whole."""
     memory = f"{r.memory // MI}Mi" if r.memory % MI == 0 else str(r.memory)
     named = {"cpu": f"{r.cpu}m", "memory": memory, "ephemeral-storage": str(r.ephemeral)}
@@ -179,7 +163,7 @@ def quantities(r: Resources) -> dict[str, str]:
     return out
 
 
-def _pod_spec(spec: PodSpec) -> Json:
+def _pod_spec(spec: model.PodSpec) -> Json:
     container: Json = {"name": "app", "image": IMAGE}
     if requests := quantities(spec.requests):
         container["resources"] = {"requests": requests}
@@ -211,7 +195,7 @@ def _pod_spec(spec: PodSpec) -> Json:
 # Kinds
 
 
-def _node(n: Node) -> Json:
+def _node(n: model.Node) -> Json:
     doc = _object("v1", "Node", n.name, None, labels=n.labels, created=n.created)
     spec: Json = {}
     if n.taints:
@@ -234,7 +218,7 @@ def _node(n: Node) -> Json:
     return doc
 
 
-def _pod(p: Pod) -> Json:
+def _pod(p: model.Pod) -> Json:
     doc = _object(
         "v1", "Pod", p.name, p.namespace, labels=p.labels, created=p.created, owner=p.owner
     )
@@ -264,7 +248,7 @@ def _pod(p: Pod) -> Json:
     return doc
 
 
-def _workload(w: Workload) -> Json:
+def _workload(w: model.Workload) -> Json:
     doc = _object(
         API_VERSIONS[w.kind], w.kind, w.name, w.namespace, created=w.created, owner=w.owner
     )
@@ -311,7 +295,7 @@ def _workload(w: Workload) -> Json:
     return doc
 
 
-def _budget(b: DisruptionBudget) -> Json:
+def _budget(b: model.DisruptionBudget) -> Json:
     doc = _object("policy/v1", "PodDisruptionBudget", b.name, b.namespace)
     doc["metadata"]["generation"] = b.generation
     doc["spec"] = {"selector": selector(b.selector)} if b.selector is not None else {}
@@ -325,7 +309,7 @@ def _budget(b: DisruptionBudget) -> Json:
     return doc
 
 
-def _autoscaler(a: Autoscaler) -> Json:
+def _autoscaler(a: model.Autoscaler) -> Json:
     doc = _object("autoscaling/v2", "HorizontalPodAutoscaler", a.name, a.namespace)
     target = {"apiVersion": "apps/v1", "kind": a.target_kind, "name": a.target_name}
     doc["spec"] = {"scaleTargetRef": target, "maxReplicas": 10}

@@ -22,20 +22,10 @@ from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
 from respread.scheduling.safety import protection
-from tests.support.builders import (
-    budget,
-    eviction_policy,
-    hard,
-    pod,
-    pod_spec,
-    sel,
-    state,
-    taint,
-    zone_node,
-)
+from tests.support import builders as make
 from tests.support.constants import HOST, ZONE
 
-SHARED = sel(tier="web")
+SHARED = make.sel(tier="web")
 
 
 @dataclass(frozen=True)
@@ -64,10 +54,10 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
             name = f"n{z}{k}"
             tainted = not single_constraint and draw(st.integers(0, 9)) == 0
             nodes.append(
-                zone_node(
+                make.zone_node(
                     name,
                     f"z{z}",
-                    taints=(taint("gpu", "true"),) if tainted else (),
+                    taints=(make.taint("gpu", "true"),) if tainted else (),
                     allocatable=None
                     if unlimited
                     else Resources(cpu=draw(st.sampled_from([1000, 2000]))),
@@ -100,14 +90,14 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
             else draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.booleans()))),
         )
         constraints = []
-        selector = SHARED if shape.shared_selector else sel(app=shape.app)
+        selector = SHARED if shape.shared_selector else make.sel(app=shape.app)
         if shape.zone_skew is not None:
             constraints.append(
-                hard(ZONE, selector, max_skew=shape.zone_skew, min_domains=shape.min_domains)
+                make.hard(ZONE, selector, max_skew=shape.zone_skew, min_domains=shape.min_domains)
             )
         if shape.host_skew is not None:
-            constraints.append(hard(HOST, selector, max_skew=shape.host_skew))
-        spec = pod_spec(
+            constraints.append(make.hard(HOST, selector, max_skew=shape.host_skew))
+        spec = make.pod_spec(
             constraints,
             node_selector={ZONE: shape.pinned_zone} if shape.pinned_zone else None,
             tolerations=(Toleration("gpu", "Exists"),) if shape.tolerates_gpu else (),
@@ -118,7 +108,7 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
         for i, node_index in enumerate(shape.placement):
             where = nodes[node_index].name
             pods.append(
-                pod(
+                make.pod(
                     f"{shape.app}-{i}",
                     where,
                     labels,
@@ -131,22 +121,22 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
         if shape.budget is not None:
             allowed, stale = shape.budget
             budgets.append(
-                budget(
+                make.budget(
                     f"{shape.app}-pdb",
-                    sel(app=shape.app),
+                    make.sel(app=shape.app),
                     allowed=allowed,
                     namespace=shape.namespace,
                     generation=2 if stale else 1,
                     observed=1,
                 )
             )
-    return state(nodes, pods, budgets=budgets)
+    return make.state(nodes, pods, budgets=budgets)
 
 
 @st.composite
 def policies(draw: st.DrawFn) -> RebalancePolicy:
     caps = st.sampled_from([None, None, 0, 1, 2, 5])
-    return eviction_policy(
+    return make.eviction_policy(
         max_per_run=draw(caps),
         max_per_node=draw(caps),
         max_per_namespace=draw(caps),
@@ -155,7 +145,7 @@ def policies(draw: st.DrawFn) -> RebalancePolicy:
     )
 
 
-UNCAPPED = eviction_policy()
+UNCAPPED = make.eviction_policy()
 
 
 def signature(p: Plan) -> tuple[object, ...]:
