@@ -346,6 +346,13 @@ def kubelet_less_nodes(scene: Scene, zones: tuple[str, ...]) -> list[str]:
     return names
 
 
+def stranded(scene: Scene) -> list[str]:
+    """web's 4 pods skewed onto zone-a, zones b and c only on kubelet-less nodes (new pods stay
+    Pending there): those nodes, for the caller to remove."""
+    skewed(scene, {"web": {}}, later_zones=False)
+    return kubelet_less_nodes(scene, ("zone-b", "zone-c"))
+
+
 @contextmanager
 def nodes_removed(scene: Scene, names: list[str]) -> Iterator[None]:
     try:
@@ -360,10 +367,9 @@ def nodes_removed(scene: Scene, names: list[str]) -> Iterator[None]:
 
 
 def test_new_pods_pending_past_the_deadline_are_rolled_back(scene: Scene, operator: Path) -> None:
-    skewed(scene, {"web": {}}, later_zones=False)
+    nodes = stranded(scene)
     original = {p.metadata.uid for p in scene.pods("web")}
     mark = scene.audit.mark()
-    nodes = kubelet_less_nodes(scene, ("zone-b", "zone-c"))
     name = f"rbp-{scene.namespace}"
     sampler = Sampler(scene, "web")
     with (
@@ -395,8 +401,7 @@ def test_new_pods_pending_past_the_deadline_are_rolled_back(scene: Scene, operat
 def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
     scene: Scene, operator: Path
 ) -> None:
-    skewed(scene, {"web": {}}, later_zones=False)
-    nodes = kubelet_less_nodes(scene, ("zone-b", "zone-c"))
+    nodes = stranded(scene)
     name = f"rbp-{scene.namespace}"
     with (
         nodes_removed(scene, nodes),
@@ -480,10 +485,9 @@ def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
     """The new pods stay Pending (kubelet-less nodes) and readyTimeout is 10m: the surge would
     sit in Surging for minutes; the policy is deleted right after the scale-up. The orphan pass
     rolls it back: 4 replicas, the original pods, the annotation removed."""
-    skewed(scene, {"web": {}}, later_zones=False)
+    nodes = stranded(scene)
     original = {p.metadata.uid for p in scene.pods("web")}
     mark = scene.audit.mark()
-    nodes = kubelet_less_nodes(scene, ("zone-b", "zone-c"))
     name = f"rbp-{scene.namespace}"
     sampler = Sampler(scene, "web")
     with nodes_removed(scene, nodes), sampler.running():
