@@ -30,6 +30,7 @@ from kube_harness import ControlPlane
 from kube_helpers import token_kubeconfig, wait_for
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
+from tests.support.processes import stop
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATOR_NAMESPACE, OPERATOR_SA = "respread-system", "respread"
@@ -56,13 +57,7 @@ class OperatorProcess:
             self.proc.wait(20)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc)
         if self.proc.returncode not in (0, -15, -9):
             print(self.text()[-4000:])
 

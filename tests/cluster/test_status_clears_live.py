@@ -16,46 +16,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_harness import ControlPlane
-from kube_helpers import (
-    FakeNodes,
-    list_pods,
-    scanned_after,
-    spread_deployment,
-    status_of,
-    wait_for,
-    wait_pods_ready,
-)
-from kubernetes import client
-from test_surge_live import policy, skewed, surge_spec
+from kube_helpers import list_pods, scanned_after, wait_for
+from scene import Scene
+from test_surge_live import skewed, surge_spec
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
 
 def test_violations_plan_and_surges_clear_once_their_cause_is_gone(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}}, later_zones=False)
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("api", 4, node_selector=fake_nodes.node_selector)
-    )
-    wait_pods_ready(core_v1, namespace, "app=api", 4)
-    fake_nodes.create_zones({"zone-b": 1, "zone-c": 1})
-    name = f"rbp-{namespace}"
+    skewed(scene, {"web": {}}, later_zones=False)
+    scene.deploy("api", 4)
+    scene.ready("api", 4)
+    scene.nodes.create_zones({"zone-b": 1, "zone-c": 1})
+    name = f"rbp-{scene.namespace}"
     spec = surge_spec("DryRun") | {"eviction": {"minPodAge": "0s"}}
-    with policy(custom, name, namespace, **spec):
+    with scene.rebalancing(name, **spec):
 
         def filled() -> dict[str, Any] | None:
-            st = status_of(custom, name)
+            st = scene.status(name)
             surged = {s["workload"]["name"]: s["state"] for s in st.get("surges") or ()}
             planned = {p["workload"]["name"] for p in st.get("plan") or ()}
             return st if surged.get("web") == "Planned" and "api" in planned else None
@@ -68,13 +49,16 @@ def test_violations_plan_and_surges_clear_once_their_cause_is_gone(
         }
 
         for app in ("web", "api"):
-            apps_v1.delete_namespaced_deployment(app, namespace, propagation_policy="Foreground")
+            scene.apps.delete_namespaced_deployment(
+                app, scene.namespace, propagation_policy="Foreground"
+            )
         wait_for(
-            lambda: not list_pods(core_v1, namespace, "app in (web, api)"), 60, "the pods gone"
+            lambda: not list_pods(scene.core, scene.namespace, "app in (web, api)"),
+            60,
+            "the pods gone",
         )
         gone = time.time()
-        after = wait_for(lambda: scanned_after(custom, name, gone), 60, "a scan after that")
-        print("status after:", {k: after.get(k) for k in ("violations", "plan", "surges")})
+        after = wait_for(lambda: scanned_after(scene.custom, name, gone), 60, "a scan after that")
         assert after["violations"] == [] and after["violationsTotal"] == 0
         assert after["plan"] == [] and after["planTotal"] == 0
         assert "surges" not in after, after["surges"]

@@ -19,6 +19,7 @@ from respread.runtime.leadership import (
     parse_lease,
     released,
 )
+from tests.support.tables import cases
 
 ME, OTHER = "respread-7d9-a", "respread-7d9-b"
 TIMING = LeaseTiming(duration=15, renew_deadline=10, retry_period=2)
@@ -53,11 +54,7 @@ CASES: list[tuple[str, Observation | None, float, Action, str | None, int | None
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("observed", "now", "action", "holder", "transitions"),
-    [c[1:] for c in CASES],
-    ids=[c[0] for c in CASES],
-)
+@cases(("observed", "now", "action", "holder", "transitions"), CASES)
 def test_decide(
     observed: Observation | None,
     now: float,

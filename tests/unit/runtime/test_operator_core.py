@@ -25,9 +25,10 @@ from respread.report.contract import conditions_status_json, status_json
 from respread.report.model import Execution, Report, StepStatus
 from respread.report.status import build_status, failed_scan_status
 from respread.runtime.memory import PolicyMemory
+from tests.support.constants import NOW
 from tests.support.paths import EXAMPLES
+from tests.support.tables import cases
 
-NOW = "2026-11-22T10:00:00Z"
 LATER = "2026-11-22T10:05:00Z"
 
 
@@ -167,9 +168,7 @@ CLASSIFY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("err", "result"), [c[1:] for c in CLASSIFY_CASES], ids=[c[0] for c in CLASSIFY_CASES]
-)
+@cases(("err", "result"), CLASSIFY_CASES)
 def test_final_answers_are_not_retried(err: ApiException, result: Result) -> None:
     verdict = classify(err)
     assert isinstance(verdict, Outcome)

@@ -25,6 +25,8 @@ from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.operator import GRACE, STALE_FACTOR, App
+from tests.support import builders as make
+from tests.support.manifests import manifest
 from tests.support.reports import report, violation
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
@@ -43,13 +45,7 @@ def make_policy(schedule: dict[str, str], name: str = "p") -> RebalancePolicy:
 
 
 def pod(name: str, node: str = "n1") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-        "status": {"phase": "Running"},
-    }
+    return manifest(make.pod(name, node, namespace="ns", uid=f"uid-{name}"))
 
 
 def pods(cache: ClusterCache) -> set[str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.timestamps import format_rfc3339
@@ -15,11 +13,12 @@ from respread.report.model import WorkloadHistory
 from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status
 from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
+from tests.support.constants import NOW_EPOCH as NOW
+from tests.support.constants import ZONE
+from tests.support.tables import cases
 
-NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 COOLDOWN = 600.0
 WEB = WorkloadRef("shop", "Deployment", "web")
-ZONE = "topology.kubernetes.io/zone"
 
 
 def entry(name: str, **fields: Any) -> dict[str, Any]:
@@ -40,7 +39,7 @@ KEPT: list[tuple[str, WorkloadHistory, bool]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("history", "kept"), [c[1:] for c in KEPT], ids=[c[0] for c in KEPT])
+@cases(("history", "kept"), KEPT)
 def test_cooldowns_keep_only_what_still_matters(history: WorkloadHistory, kept: bool) -> None:
     assert bool(cooldowns_status([history], NOW, COOLDOWN)) is kept
 
@@ -134,7 +133,7 @@ MALFORMED: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("status", [c[1] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
+@cases("status", MALFORMED)
 def test_malformed_entries_are_left_out(status: dict[str, Any]) -> None:
     assert remembered(status).causes == {}
     assert remembered(status).workloads == ()

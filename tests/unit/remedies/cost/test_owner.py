@@ -15,7 +15,6 @@ from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, 
 from respread.core.model import (
     ClusterState,
     Labels,
-    Namespace,
     OwnerRef,
     Pod,
     SpreadConstraint,
@@ -47,12 +46,13 @@ from respread.report.status import deletion_cost_status
 from respread.report.text import deletion_cost_text
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.scan import compute
-from tests.support.builders import hard, node, pod, sel, soft, state, workload
+from tests.support.builders import hard, namespace, pod, sel, soft, state, workload, zone_node
+from tests.support.constants import ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 RS = OwnerRef("ReplicaSet", "web-abc")
-NAMESPACES = {"default": Namespace("default"), "team": Namespace("team")}
+NAMESPACES = {"default": namespace("default"), "team": namespace("team")}
+THREE_ZONES = [zone_node(f"n{i}", z) for i, z in enumerate("abc")]
+WEB_RS = workload("ReplicaSet", "web-abc", sel(app="web"))
 HARD = hard(ZONE, sel(app="web"))
 
 
@@ -206,10 +206,8 @@ def test_whether_a_policy_orders_a_pod(
 
 
 def cluster(named: str | None) -> ClusterState:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [web(f"w{i}", f"n{i % 3}", named=named) for i in range(6)]
-    rs = replace(workload("ReplicaSet", "web-abc", sel(app="web")), owner=None)
-    return state(nodes, pods, workloads=[rs])
+    return state(THREE_ZONES, pods, workloads=[WEB_RS])
 
 
 @pytest.mark.parametrize(
@@ -254,7 +252,6 @@ def test_the_plan_leaves_another_policys_replica_set_alone(
 
 
 def test_overlap_examples_are_bounded_in_the_status() -> None:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = []
     workloads = []
     for r in range(12):
@@ -271,7 +268,7 @@ def test_overlap_examples_are_bounded_in_the_status() -> None:
         workloads.append(workload("ReplicaSet", f"rs{r:02}", sel(app=f"rs{r:02}")))
     me = policy("b")
     plan = plan_costs(
-        analyze(state(nodes, pods, workloads=workloads), me),
+        analyze(state(THREE_ZONES, pods, workloads=workloads), me),
         me.remediation.deletion_cost,
         ownership=Ownership.of("b", [policy("a")], NAMESPACES),
     )
@@ -330,11 +327,12 @@ def test_a_policy_letting_go_hands_over_to_the_replica_sets_owner(
 def test_a_policy_hands_over_what_it_wrote_in_a_replica_set_another_owns() -> None:
     """b wrote some costs, a wrote others of the same ReplicaSet: a owns it (first by name of
     the two named); b hands its pods over to a rather than keeping them."""
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [
         web(f"w{i}", f"n{i % 3}", named="a" if i % 2 else "b", cost=str(i + 1)) for i in range(6)
     ]
-    cluster_ = state(nodes, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))])
+    cluster_ = state(
+        THREE_ZONES, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))]
+    )
     me = policy("b")
     others = [policy("a")]
     plan = plan_costs(

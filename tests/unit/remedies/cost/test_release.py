@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, ReleaseAction
-from respread.core.model import Labels, Namespace, Phase, Pod, PodSpec
+from respread.core.model import Labels, Namespace, Phase, Pod
 from respread.inputs.policy import (
     DEFAULT_POLICY,
     DeletionCostSettings,
@@ -29,7 +29,8 @@ from respread.remedies.cost.release import (
     respread_cost,
     tagged,
 )
-from tests.support.builders import hard, pod, sel
+from tests.support.builders import hard, pod, pod_spec, sel
+from tests.support.constants import ZONE
 
 MINE = "p1"
 
@@ -152,8 +153,8 @@ def test_another_policy_covers_a_pod_when_it_writes_costs_in_its_namespace(
 ) -> None:
     namespaces = {"team": Namespace("team"), "default": Namespace("default")}
     # a pod with a hard constraint: every policy covering its namespace would order it
-    spread = hard("topology.kubernetes.io/zone", sel(app="web"))
-    pod_ = replace(costed("a", namespace=namespace), spec=PodSpec(constraints=(spread,)))
+    spread = hard(ZONE, sel(app="web"))
+    pod_ = replace(costed("a", namespace=namespace), spec=pod_spec((spread,)))
     covered_by = coverage(MINE, others, namespaces, [pod_])
     assert covered_by(pod_) == expected
 

@@ -13,6 +13,7 @@ from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
 from respread.report.contract import report_json
 from tests.support.builders import hard, node, pod, sel, state
+from tests.support.manifests import manifests
 
 ZONES = ("a", "b", "c")
 
@@ -61,34 +62,9 @@ def test_bare_look_alike_pods_stay_separate_workloads() -> None:
     their own workload, as the report and the planner treat them."""
     from respread.inputs.objects import load_documents
 
-    docs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"n-{z}", "labels": {"zone": z}},
-        }
-        for z in ZONES
-    ] + [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"api-{i}", "namespace": "default", "labels": {"app": "api"}},
-            "spec": {
-                "nodeName": "n-a",
-                "containers": [{"name": "c", "image": "x"}],
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "zone",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": "api"}},
-                    }
-                ],
-            },
-            "status": {"phase": "Running"},
-        }
-        for i in range(3)
-    ]
+    spread = hard("zone", sel(app="api"))
+    api = [pod(f"api-{i}", "n-a", {"app": "api"}, constraints=(spread,)) for i in range(3)]
+    docs = manifests(*(node(f"n-{z}", zone=z) for z in ZONES), *api)
     cluster = load_documents([("test", d) for d in docs]).state
     assert len({id(p.labels) for p in cluster.pods}) == 1  # interned alike
     violations = json.loads(report_of(cluster))["violations"]
