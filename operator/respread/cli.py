@@ -8,13 +8,14 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import analyze, build_index
+from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.core.quantity import QuantityError, units
@@ -22,16 +23,9 @@ from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
-from respread.remedies.choose import (
-    apply_remediation,
-    defer_surged,
-    eviction_blocked,
-    hold_costs,
-)
-from respread.remedies.cost.order import plan_costs
-from respread.remedies.evict.planner import plan
-from respread.remedies.surge.plan import plan_surges
-from respread.report.build import build_report, render_text
+from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.remedies.cost.release import lifecycle_of
+from respread.report.build import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -212,31 +206,86 @@ def emit(data: Any, output: str, text: str | None = None) -> None:
         sys.stdout.write(text or "")
 
 
-def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
-    """One read of a live cluster (the kube layer is imported only when asked for)."""
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What `respread plan` scans with: the policy, the other policies (which of them orders a
+    ReplicaSet's costs) and the memory of the policy's earlier scans."""
+
+    policy: RebalancePolicy
+    others: tuple[RebalancePolicy, ...] = ()
+    memory: Memory = NO_MEMORY
+
+
+def load_live(
+    kubeconfig: str, quiet: bool, scope: Scope, policy_name: str | None = None
+) -> tuple[LoadResult, Scope]:
+    """One read of a live cluster (the kube layer is imported only when asked for); with
+    ``policy_name``, that RebalancePolicy's scope as the operator holds it."""
     from respread.kube.client import KubeError, api_client
-    from respread.kube.reader import read_cluster
+    from respread.kube.reader import read_cluster, read_policies
 
     def progress(line: str) -> None:
         if not quiet:
             print(f"respread: {line}", file=sys.stderr)
 
     try:
-        docs = read_cluster(api_client(kubeconfig), progress)
+        api = api_client(kubeconfig)
+        if policy_name is not None:
+            scope = policy_scope(read_policies(api), policy_name, api.configuration.host, quiet)
+        docs = read_cluster(api, progress)
     except KubeError as err:
         _fail(str(err))
     result = load_documents(docs, taken_at=time.time())
     warn(result.problems, quiet)
-    return result
+    return result, scope
+
+
+def policy_scope(
+    bodies: Sequence[dict[str, Any]], name: str, server: str, quiet: bool = False
+) -> Scope:
+    """RebalancePolicy ``name`` as the operator scans it: its spec; its memory seeded from its
+    status, as a newly elected leader seeds it; the other valid policies not being deleted."""
+    from respread.runtime.memory import PolicyMemory
+
+    def named(body: dict[str, Any]) -> object:
+        return (body.get("metadata") or {}).get("name")
+
+    body = next((b for b in bodies if named(b) == name), None)
+    if body is None:
+        _fail(f"RebalancePolicy {shown(name)} not found at {server}")
+    try:
+        policy = parse_policy(body)
+    except PolicyError as err:
+        _fail(str(err))
+    if lifecycle_of(body.get("metadata") or {}).deleting_since is not None and not quiet:
+        print(
+            f"respread: warning: RebalancePolicy {policy.name} is being deleted: the operator "
+            "no longer scans it",
+            file=sys.stderr,
+        )
+    others = []
+    for other in bodies:
+        if named(other) == name or lifecycle_of(other.get("metadata") or {}).deleting_since:
+            continue
+        try:
+            others.append(parse_policy(other))
+        except PolicyError:  # the operator does not schedule an invalid policy
+            continue
+    return Scope(policy, tuple(others), PolicyMemory.from_status(body.get("status")).scan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
+    if args.policy_name is not None and (args.kubeconfig is None or args.policy is not None):
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig"
+            " and without --policy"
+        )
+    scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
     if (args.snapshot is None) == (args.kubeconfig is None):
         _fail("give exactly one of --snapshot and --kubeconfig")
     if args.kubeconfig is not None:
-        loaded = load_live(args.kubeconfig, args.quiet)
+        loaded, scope = load_live(args.kubeconfig, args.quiet, scope, args.policy_name)
     else:
         loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
@@ -244,17 +293,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    with gc_paused():
-        analysis = analyze(loaded.state, policy)
-        result = apply_remediation(plan(analysis, policy, now=now), policy)
-        surge = plan_surges(
-            analysis, eviction_blocked(result, policy.remediation.evict), policy, now
-        )
-        result = defer_surged(result, surge.busy)
-        settings = policy.remediation.deletion_cost
-        costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
-        report = build_report(analysis, result, policy, costs=costs, surge=surge)
-    note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
+    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    note(
+        args.quiet,
+        started,
+        f"analysed {len(result.analysis.groups)} constraint groups and planned",
+    )
+    report = result.report
     emit(report, args.output, render_text(report) if args.output == "text" else None)
     return 0
 
@@ -372,6 +417,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
+    )
+    p.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
+        " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
+        " policies)",
     )
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")

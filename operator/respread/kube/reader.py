@@ -9,7 +9,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import KubeError, get_json
+from respread.kube.client import GROUP, PLURAL, VERSION, KubeError, get_json
 
 # (kind, list path): everything the pipeline reads.
 LISTS = (
@@ -67,6 +67,30 @@ def read_cluster(
             progress(f"read {len(items)} {kind} object(s)")
         out.extend((f"{server}{path}", item) for item in items)
     return out
+
+
+POLICIES = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+
+
+def read_policies(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every RebalancePolicy, as the API server has it (metadata, spec and status)."""
+    server = api.configuration.host
+    try:
+        items = list(list_objects(api, "RebalancePolicy", POLICIES))
+    except ApiException as err:
+        if err.status == 404:
+            raise KubeError(
+                f"the RebalancePolicy CRD is not installed at {server} "
+                f"(no {PLURAL}.{GROUP}/{VERSION}; kubectl apply -k crds/)"
+            ) from None
+        raise KubeError(
+            f"listing RebalancePolicy objects at {server} failed: HTTP {err.status} {err.reason}"
+        ) from None
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise KubeError(f"cannot reach the API server at {server}: {err}") from None
+    for item in items:
+        item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+    return items
 
 
 def list_keys(

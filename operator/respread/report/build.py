@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from respread.analysis.causes import PreviousScan, attribute
+from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
 from respread.inputs.policy import API_VERSION, RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -30,12 +30,15 @@ def _domains(group: Group, limit: int = DOMAINS_SHOWN) -> tuple[dict[str, int], 
 
 
 def violation_entry(
-    outcome: Outcome, analysis: Analysis, previous: PreviousScan | None = None
+    outcome: Outcome,
+    analysis: Analysis,
+    previous: PreviousScan | None = None,
+    carried: Mapping[CauseKey, Attribution] | None = None,
 ) -> dict[str, Any]:
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
-    why = attribute(g, analysis, previous)
+    why = attribute(g, analysis, previous, carried)
     entry: dict[str, Any] = {
         "namespace": g.workload.namespace,
         "workload": {"kind": g.workload.kind, "name": g.workload.name},
@@ -306,10 +309,12 @@ def build_report(
     costs: CostPlan | None = None,
     *,
     surge: SurgeReport | None = None,
+    carried: Mapping[CauseKey, Attribution] | None = None,
 ) -> dict[str, Any]:
     """The full RebalanceReport (unbounded lists: the CLI's output; status.py bounds them).
 
-    ``costs`` is the deletion-cost plan, when the policy enables that remedy.
+    ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
+    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py).
     """
     state = analysis.index.state
     outcomes = worst_first(plan.outcomes)
@@ -331,7 +336,7 @@ def build_report(
         },
         "planner": {"method": plan.method, "message": plan.method_note},
         "violations": [
-            violation_entry(o, analysis, previous) | remedy_fields(o, policy, surge)
+            violation_entry(o, analysis, previous, carried) | remedy_fields(o, policy, surge)
             for o in outcomes
         ],
         "evictions": [move_entry(m) for m in plan.moves],

@@ -16,7 +16,7 @@ from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
-from respread.report.changes import Changes, change_events, changes
+from respread.report.changes import change_events, changes
 from respread.runtime import cache as cache_module
 from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
@@ -208,43 +208,6 @@ def test_a_verification_that_cannot_list_changes_nothing_and_is_tried_again(
     assert cache.needs_sweep()
 
 
-# ---- causes outlive the scan that found them --------------------------------------------
-
-
-def violation(cause: str, message: str, workload: str = "web") -> dict[str, Any]:
-    return {
-        "namespace": "ns",
-        "workload": {"kind": "Deployment", "name": workload},
-        "topologyKey": "zone",
-        "cause": cause,
-        "causeMessage": message,
-    }
-
-
-def test_an_ongoing_violation_keeps_its_cause_until_it_is_resolved() -> None:
-    memory = PolicyMemory()
-    first = {"violations": [violation("NodeLoss", "node(s) n1 left since the previous scan")]}
-    memory.carry_causes(first)
-    later = {"violations": [violation("Unknown", "no evidence in the snapshot of what skewed it")]}
-    memory.carry_causes(later)
-    assert later["violations"][0]["cause"] == "NodeLoss"
-    assert later["violations"][0]["causeMessage"] == "node(s) n1 left since the previous scan"
-
-    memory.carry_causes({"violations": []})  # resolved
-    again = {"violations": [violation("ScaleDown", "web went from 9 to 4 pods")]}
-    memory.carry_causes(again)
-    assert again["violations"][0]["cause"] == "ScaleDown"
-
-
-def test_an_unknown_cause_is_refined_when_evidence_appears() -> None:
-    memory = PolicyMemory()
-    memory.carry_causes({"violations": [violation("Unknown", "no evidence")]})
-    refined = {"violations": [violation("RollingUpdate", "pods come from 2 ReplicaSets")]}
-    memory.carry_causes(refined)
-    assert refined["violations"][0]["cause"] == "RollingUpdate"
-    assert memory.causes[("ns", "Deployment", "web", "zone")][0] == "RollingUpdate"
-
-
 # ---- status conditions across a failed scan ------------------------------------------
 
 
@@ -331,6 +294,16 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
 # ---- Events only for changes ---------------------------------------------------------------
 
 
+def violation(cause: str, message: str, workload: str = "web") -> dict[str, Any]:
+    return {
+        "namespace": "ns",
+        "workload": {"kind": "Deployment", "name": workload},
+        "topologyKey": "zone",
+        "cause": cause,
+        "causeMessage": message,
+    }
+
+
 def found(name: str, skew: int = 2) -> dict[str, Any]:
     return {
         **violation("ScaleDown", "web went from 9 to 4 pods", name),
@@ -378,17 +351,6 @@ def test_events_say_what_changed_since_the_last_scan(
         assert message.startswith(start), message
     changed = len(set(current) - known) + len(known - set(current))
     assert len(events) <= changed
-
-
-def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_those_shown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The status shows at most report.maxItems violations; what is new is judged against the
-    operator's memory of every violation, so a scan that changes nothing posts nothing."""
-    memory = PolicyMemory()
-    many = {"violations": [found(f"w{i}") for i in range(50)]}
-    memory.carry_causes(many)
-    assert changes(many, frozenset(memory.causes)) == Changes([], [])
 
 
 def test_a_scan_fails_at_once_while_a_watch_is_failing_and_waits_while_one_relists() -> None:

@@ -32,6 +32,7 @@ from respread.inputs.policy import (
 )
 from respread.kube import annotations
 from respread.kube.annotations import CostResult, release_cost, write_cost
+from respread.pipeline import scan
 from respread.remedies.cost.order import OrderState, plan_costs
 from respread.remedies.cost.owner import Ownership, orders, owner, writes_costs
 from respread.remedies.cost.release import (
@@ -43,8 +44,6 @@ from respread.remedies.cost.release import (
     plan_releases,
 )
 from respread.report.build import _deletion_cost_text, deletion_cost_section
-from respread.runtime.memory import PolicyMemory
-from respread.runtime.scan import compute
 from tests.support.builders import hard, node, pod, sel, soft, state, workload
 
 ZONE = "topology.kubernetes.io/zone"
@@ -458,7 +457,7 @@ def test_write_and_release_share_the_read_and_its_checks(
 def test_a_scan_reports_the_replica_sets_another_policy_owns(
     others: list[str], overlaps: int
 ) -> None:
-    computed = compute(cluster(None), policy("b"), PolicyMemory(), 1e9, [policy(o) for o in others])
+    computed = scan(cluster(None), policy("b"), 1e9, others=[policy(o) for o in others])
     assert computed.costs is not None
     assert computed.report["deletionCost"]["overlaps"] == overlaps
     assert len(computed.costs.patches) == 6 - overlaps
