@@ -257,7 +257,7 @@ def policy_scope(
         policy = parse_policy(body)
     except PolicyError as err:
         _fail(str(err))
-    if lifecycle_of(body.get("metadata") or {}).deleting_since is not None and not quiet:
+    if _deleting(body) and not quiet:
         print(
             f"respread: warning: RebalancePolicy {policy.name} is being deleted: the operator "
             "no longer scans it",
@@ -265,13 +265,17 @@ def policy_scope(
         )
     others = []
     for other in bodies:
-        if named(other) == name or lifecycle_of(other.get("metadata") or {}).deleting_since:
+        if named(other) == name or _deleting(other):
             continue
         try:
             others.append(parse_policy(other))
         except PolicyError:  # the operator does not schedule an invalid policy
             continue
     return Scope(policy, tuple(others), PolicyMemory.from_status(body.get("status")).scan)
+
+
+def _deleting(body: dict[str, Any]) -> bool:
+    return lifecycle_of(body.get("metadata") or {}).deleting_since is not None
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
