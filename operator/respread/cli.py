@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,9 +23,11 @@ from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
-from respread.report.build import render_text
+from respread.report.contract import report_json
+from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -206,6 +208,24 @@ def emit(data: Any, output: str, text: str | None = None) -> None:
         sys.stdout.write(text or "")
 
 
+def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadResult:
+    """One read of a live cluster (the kube layer is imported only when asked for)."""
+    from respread.kube.client import KubeError, api_client
+    from respread.kube.reader import read_cluster
+
+    def progress(line: str) -> None:
+        if not quiet:
+            print(f"respread: {line}", file=sys.stderr)
+
+    try:
+        docs = read_cluster(api_client(kubeconfig, context), progress)
+    except KubeError as err:
+        _fail(str(err))
+    result = load_documents(docs, taken_at=time.time())
+    warn(result.problems, quiet)
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What `respread plan` scans with: the policy, the other policies (which of them orders a
@@ -216,28 +236,17 @@ class Scope:
     memory: Memory = NO_MEMORY
 
 
-def load_live(
-    kubeconfig: str, quiet: bool, scope: Scope, policy_name: str | None = None
-) -> tuple[LoadResult, Scope]:
-    """One read of a live cluster (the kube layer is imported only when asked for); with
-    ``policy_name``, that RebalancePolicy's scope as the operator holds it."""
+def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it."""
     from respread.kube.client import KubeError, api_client
-    from respread.kube.reader import read_cluster, read_policies
-
-    def progress(line: str) -> None:
-        if not quiet:
-            print(f"respread: {line}", file=sys.stderr)
+    from respread.kube.reader import read_policies
 
     try:
-        api = api_client(kubeconfig)
-        if policy_name is not None:
-            scope = policy_scope(read_policies(api), policy_name, api.configuration.host, quiet)
-        docs = read_cluster(api, progress)
+        api = api_client(kubeconfig, context)
+        bodies = read_policies(api)
     except KubeError as err:
         _fail(str(err))
-    result = load_documents(docs, taken_at=time.time())
-    warn(result.problems, quiet)
-    return result, scope
+    return policy_scope(bodies, name, api.configuration.host, quiet)
 
 
 def policy_scope(
@@ -279,19 +288,18 @@ def _deleting(body: dict[str, Any]) -> bool:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    if args.policy_name is not None and (args.kubeconfig is None or args.policy is not None):
+    named = args.policy_name
+    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
         _fail(
-            "--policy-name reads the policy from a live cluster: give it with --kubeconfig"
-            " and without --policy"
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
         )
     scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
-    if (args.snapshot is None) == (args.kubeconfig is None):
-        _fail("give exactly one of --snapshot and --kubeconfig")
-    if args.kubeconfig is not None:
-        loaded, scope = load_live(args.kubeconfig, args.quiet, scope, args.policy_name)
-    else:
-        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    if named is not None:
+        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
+    scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
+    loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
     # the analysis runs, from walking its millions of objects on the collections that
     # rendering and writing the report trigger.
@@ -299,12 +307,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
     note(
-        args.quiet,
-        started,
-        f"analysed {len(result.analysis.groups)} constraint groups and planned",
+        args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
     )
-    report = result.report
-    emit(report, args.output, render_text(report) if args.output == "text" else None)
+    if args.output == "text":
+        emit(None, args.output, render_text(result.report))
+    else:
+        emit(report_json(result.report), args.output)
     return 0
 
 
@@ -365,14 +373,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
     namespace, name = args.pod.split("/")
-    loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
-        _fail(f"pod {shown(args.pod)} is not in the snapshot")
+        _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
     emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
     return 0
+
+
+def load_input(args: argparse.Namespace) -> LoadResult:
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    if (args.snapshot is None) == (args.kubeconfig is None):
+        _fail("give exactly one of --snapshot and --kubeconfig")
+    if args.kubeconfig is not None:
+        return load_live(args.kubeconfig, args.quiet, args.context)
+    if args.context is not None:
+        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:
@@ -398,6 +417,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quantity such as 2Gi)"
+CONTEXT_HELP = "the kubeconfig context to use with --kubeconfig (default: its current context)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -422,12 +442,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
     )
+    p.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
     p.add_argument(
         "--policy-name",
         metavar="NAME",
         help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
         " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
         " policies)",
+    )
+    p.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAMESPACE",
+        help="only this namespace's workloads (in place of the policy's namespaces)",
     )
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
@@ -445,10 +472,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--snapshot",
         action="append",
-        required=True,
         metavar="PATH",
         help="a manifest file or directory, - for stdin; repeat for several",
     )
+    e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
+    e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
     e.add_argument("--policy", metavar="FILE")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -461,6 +489,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=SIZE_HELP,
     )
     e.set_defaults(func=cmd_explain)
+    c = sub.add_parser(
+        "convert", help="write the RebalancePolicy equivalent to a descheduler's policy"
+    )
+    c.add_argument(
+        "--from-descheduler",
+        required=True,
+        metavar="FILE",
+        help="a DeschedulerPolicy (v1alpha2 or v1alpha1), or the ConfigMap holding it; - for stdin",
+    )
+    c.add_argument("--name", help="the RebalancePolicy's name (default: the profile's)")
+    c.set_defaults(func=cmd_convert)
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
     r.add_argument(
@@ -494,6 +533,31 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """`respread convert --from-descheduler FILE`: the RebalancePolicy a DeschedulerPolicy
+    asks for, with comments where the two differ (respread.inputs.descheduler)."""
+    from respread.inputs.annotated_yaml import render
+    from respread.inputs.descheduler import ConversionError, convert, read_policy_text
+
+    path = args.from_descheduler
+    try:
+        if path == "-":
+            data = _read_bounded(sys.stdin.buffer, "standard input", POLICY_MAX_BYTES)
+        else:
+            with Path(path).open("rb") as stream:
+                data = _read_bounded(stream, path, POLICY_MAX_BYTES)
+        source = "<stdin>" if path == "-" else path
+        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
+        conversions = convert(doc, args.name)
+    except OSError as err:
+        _fail(f"cannot read {path}: {err.strerror or err}")
+    except ConversionError as err:
+        _fail(f"cannot convert {path}: {err}")
+    texts = [render(c.manifest, [(n.path, n.text) for n in c.notes]) for c in conversions]
+    sys.stdout.write("---\n".join(texts))
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from respread.analysis.causes import Attribution, Cause, CauseKey, PreviousScan
+from respread.analysis.causes import Attribution, CauseKey, PreviousScan
 from respread.analysis.groups import Analysis, WorkloadRef, analyze
 from respread.core.collector import gc_paused
 from respread.core.model import ClusterState
@@ -31,7 +31,8 @@ from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import Changes, changes
-from respread.report.status import WorkloadHistory, remembered, violation_key
+from respread.report.model import Report, WorkloadHistory
+from respread.report.stored import remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ class Memory:
                 level[ref] = w.backoff_level
             if w.backoff_until is not None:
                 until[ref] = w.backoff_until
-        causes = {key: _attribution(c, m) for key, (c, m) in known.causes.items()}
+        causes = {key: Attribution(c, m) for key, (c, m) in known.causes.items()}
         return cls(EvictionHistory(last, pending, level, until), None, causes, holds=True)
 
     def histories(self) -> list[WorkloadHistory]:
@@ -94,13 +95,6 @@ class Memory:
 NO_MEMORY = Memory()
 
 
-def _attribution(cause: str, message: str) -> Attribution:
-    try:
-        return Attribution(Cause(cause), message)
-    except ValueError:  # not one the CRD allows: found again, as an Unknown one is
-        return Attribution(Cause.UNKNOWN, message)
-
-
 @dataclass(frozen=True, slots=True)
 class Scan:
     """One scan's result, and the memory for the next."""
@@ -109,7 +103,7 @@ class Scan:
     plan: Plan  # the evictions, after the chooser and the surges' deferrals
     surge: SurgeReport  # surge moves planned, skipped and in flight
     costs: CostPlan | None  # the deletion-cost order, when the policy enables it
-    report: dict[str, Any]
+    report: Report
     changes: Changes  # violations found and resolved since the memory's scan
     memory: Memory  # for the next scan
 
@@ -173,9 +167,6 @@ def _costs(
     return plan_costs(analysis, settings, memo, Ownership.of(policy.name, others, namespaces))
 
 
-def _causes(report: Mapping[str, Any]) -> dict[CauseKey, Attribution]:
+def _causes(report: Report) -> dict[CauseKey, Attribution]:
     """The cause of every violation reported, to carry to the next scan."""
-    return {
-        violation_key(v): Attribution(Cause(v["cause"]), v["causeMessage"])
-        for v in report["violations"]
-    }
+    return {v.key: Attribution(v.cause, v.cause_message) for v in report.violations}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kube_harness import FAKE_NODE_ANNOTATION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -318,3 +321,50 @@ def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
     except ApiException as err:
         if err.status != 404:
             raise
+
+
+# ---- credentials ------------------------------------------------------------------------------
+
+
+def token_kubeconfig(
+    server: str,
+    ca_file: Path,
+    api: client.ApiClient,
+    namespace: str,
+    account: str,
+    path: Path,
+    hours: int = 1,
+) -> Path:
+    """A kubeconfig for the service account namespace/account with a bound token from the
+    TokenRequest API: whoever uses it has that account's RBAC and nothing more."""
+    token = (
+        client.CoreV1Api(api)
+        .create_namespaced_service_account_token(
+            account,
+            namespace,
+            client.AuthenticationV1TokenRequest(
+                spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=hours * 3600)
+            ),
+        )
+        .status.token
+    )
+    user = f"system:serviceaccount:{namespace}:{account}"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "respread-test",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "respread-test", "user": user}}],
+        "current-context": user,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

@@ -100,6 +100,7 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
     from respread.pipeline import scan
+    from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
     from respread.runtime.scan import rfc3339
@@ -112,12 +113,14 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     for now in (parse_rfc3339(NOW), parse_rfc3339(NOW) + 60):
         computed = scan(state, policy, now, memory.scan, memo=memory.cost_memo)
         memory.scan = computed.memory
-        status = build_status(
-            computed.report,
-            policy,
-            rfc3339(now),
-            previous=memory.previous_status,
-            cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+        status = status_json(
+            build_status(
+                computed.report,
+                policy,
+                rfc3339(now),
+                previous=memory.previous_status,
+                cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+            )
         )
         memory.previous_status = status
         statuses.append(status)

@@ -74,7 +74,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch, policies: Callable[[], list[dict[st
     def read_policies(api: object) -> list[dict[str, Any]]:
         return policies()
 
-    monkeypatch.setattr(kube_client, "api_client", lambda kubeconfig=None: FakeApi())
+    monkeypatch.setattr(kube_client, "api_client", lambda kubeconfig=None, context=None: FakeApi())
     monkeypatch.setattr(reader, "read_policies", read_policies)
     monkeypatch.setattr(reader, "read_cluster", lambda api, progress=None: [("x", d) for d in ALL])
 
@@ -127,7 +127,7 @@ def test_the_other_policies_are_those_the_operator_schedules() -> None:
 ERRORS = [
     ("not in the cluster", ["--policy-name", "nope"], "RebalancePolicy 'nope' not found at"),
     ("invalid in the cluster", ["--policy-name", "i"], "spec.mode"),
-    ("with --policy", ["--policy-name", "p", "--policy", "x.yaml"], "without --policy"),
+    ("with --policy", ["--policy-name", "p", "--policy", "x.yaml"], "reads the policy from a live"),
 ]
 
 

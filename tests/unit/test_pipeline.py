@@ -3,15 +3,14 @@ with it: causes carried, violations known, workloads held back."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from respread.analysis.causes import Attribution, Cause
 from respread.core.model import OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, Mode
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.evict.history import PACING
+from respread.report.model import Report
 from tests.support.builders import WEB, hard, node, pod, sel, state
 
 ZONE = "zone"
@@ -40,13 +39,13 @@ BEFORE = state(NODES, web({"a": 3, "b": 3, "c": 3}))
 AFTER = state(NODES, web({"a": 3, "b": 1, "c": 1}))  # scaled down from 9 to 5, unevenly
 
 
-def causes(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [(v["cause"], v["causeMessage"]) for v in report["violations"]]
+def causes(report: Report) -> list[tuple[str, str]]:
+    return [(v.cause.value, v.cause_message) for v in report.violations]
 
 
 def test_an_ongoing_violation_keeps_the_cause_it_was_first_given() -> None:
     first = scan(BEFORE, DEFAULT_POLICY, NOW)
-    assert first.report["violations"] == []
+    assert first.report.violations == ()
     seen = scan(AFTER, DEFAULT_POLICY, NOW + 10, first.memory)
     scale_down = ("ScaleDown", "Deployment shop/web went from 9 to 5 pods since the previous scan")
     assert causes(seen.report) == [scale_down]
@@ -87,7 +86,7 @@ def test_what_is_new_is_judged_against_every_violation_not_only_those_shown() ->
     pods = [p for i in range(30) for p in web({"a": 3, "b": 1, "c": 1}, name=f"w{i}")]
     policy = replace(DEFAULT_POLICY, report_max_items=5)
     first = scan(state(NODES, pods), policy, NOW)
-    assert len(first.report["violations"]) == 30
+    assert len(first.report.violations) == 30
     assert len(first.changes.found) == 30
     second = scan(state(NODES, pods), policy, NOW + 10, first.memory)
     assert second.changes.found == [] and second.changes.resolved == []
@@ -100,7 +99,7 @@ def test_the_operator_holds_back_a_workload_whose_replacement_is_not_ready() -> 
     operator = Memory(holds=True)
     held = scan(unready, enforce, NOW, operator)
     assert held.plan.moves == ()
-    assert [d["deferredBy"] for d in held.report["deferred"]] == [PACING]
+    assert [d.deferred_by for d in held.report.deferred] == [PACING]
     assert scan(unready, enforce, NOW, NO_MEMORY).plan.moves
     assert scan(unready, DEFAULT_POLICY, NOW, operator).plan.moves
 
@@ -120,12 +119,14 @@ def test_the_memory_of_a_status_is_the_operators() -> None:
                 "namespace": "shop",
                 "workload": {"kind": "Deployment", "name": "web"},
                 "topologyKey": ZONE,
-                "cause": "NotACause",  # refused by the CRD; read as a cause to find again
-                "causeMessage": "?",
+                "cause": "ScaleDown",
+                "causeMessage": "web went from 9 to 5",
             }
         ]
     }
     memory = Memory.from_status(status)
     assert memory.holds
-    assert memory.causes == {("shop", "Deployment", "web", ZONE): Attribution(Cause.UNKNOWN, "?")}
+    assert memory.causes == {
+        ("shop", "Deployment", "web", ZONE): Attribution(Cause.SCALE_DOWN, "web went from 9 to 5")
+    }
     assert Memory.from_status(None) == Memory(holds=True)

@@ -16,11 +16,16 @@ class KubeError(RuntimeError):
     """The API server could not be reached or refused a request; the message says which."""
 
 
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+def api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """A client for ``kubeconfig`` (a path, or several joined by ':' as in $KUBECONFIG), else
+    $KUBECONFIG or ~/.kube/config, else in-cluster; ``context`` names a kubeconfig context
+    other than the current one."""
     try:
-        if kubeconfig is not None:
-            return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))
+        if kubeconfig is not None or context is not None:
+            return cast(
+                client.ApiClient,
+                config.new_client_from_config(config_file=kubeconfig, context=context),
+            )
         try:
             return cast(client.ApiClient, config.new_client_from_config())
         except (ConfigException, FileNotFoundError, TypeError):
@@ -28,7 +33,21 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
             return client.ApiClient()
     except (ConfigException, FileNotFoundError, OSError) as err:
         where = kubeconfig or "the default kubeconfig or the in-cluster service account"
+        if context is not None:
+            where += f" (context {context})"
         raise KubeError(f"cannot load credentials from {where}: {err}") from None
+
+
+def context_namespace(kubeconfig: str | None = None, context: str | None = None) -> str | None:
+    """The namespace the kubeconfig's context (the current one unless ``context``) names, as
+    kubectl reads it; None if it names none or there is no kubeconfig."""
+    try:
+        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    except (ConfigException, FileNotFoundError, OSError, TypeError):
+        return None
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else None
 
 
 def get_json(

@@ -25,7 +25,6 @@ from respread.remedies.cost.release import (
     Lifecycle,
     ReleasePlan,
     cost_event,
-    cost_status,
     coverage,
     finalizer_due,
     ordered_pods,
@@ -35,6 +34,8 @@ from respread.remedies.cost.release import (
     settled,
     tagged,
 )
+from respread.report.contract import deletion_cost_status_json
+from respread.report.status import deletion_cost_status
 from respread.runtime import metrics
 from respread.runtime.acting import Acting, always, check
 from respread.runtime.cache import ClusterCache
@@ -254,7 +255,8 @@ async def take_back(
     released = await release_costs(api, policy, releases, acting)
     counts = tally(state.pods, policy.name, None, writes=[], releases=releases, released=released)
     check(acting)
-    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status(counts)})
+    cost_status = deletion_cost_status_json(deletion_cost_status(counts))
+    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status})
     event = cost_event(counts)
     if event is not None:
         reason, warning, message = event

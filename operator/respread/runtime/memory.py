@@ -22,7 +22,7 @@ from typing import Any
 from respread.analysis.groups import WorkloadRef
 from respread.pipeline import Memory
 from respread.remedies.cost.memo import CostMemo
-from respread.report.status import WorkloadHistory
+from respread.report.model import WorkloadHistory
 
 
 @dataclass

@@ -32,6 +32,13 @@ from respread.inputs.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy,
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
 from respread.remedies.cost.release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
+from respread.report.contract import conditions_status_json
+from respread.report.model import (
+    ConditionsStatus,
+    ConditionStatus,
+    ConditionType,
+    StatusCondition,
+)
 from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
@@ -257,19 +264,17 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
             app.unschedule(name)
             if not app.acting():
                 return  # the leader reports it
-            status = {
-                "observedGeneration": body.get("metadata", {}).get("generation", 0),
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "False",
-                        "reason": "InvalidPolicy",
-                        "message": str(err)[:1024],
-                        "lastTransitionTime": rfc3339(time.time()),
-                    }
-                ],
-            }
-            patch_status(app.api, name, status)
+            invalid = StatusCondition(
+                type=ConditionType.READY,
+                status=ConditionStatus.FALSE,
+                reason="InvalidPolicy",
+                message=str(err)[:1024],
+                last_transition_time=rfc3339(time.time()),
+            )
+            generation = body.get("metadata", {}).get("generation", 0)
+            patch_status(
+                app.api, name, conditions_status_json(ConditionsStatus(generation, (invalid,)))
+            )
             return
         app.statuses[name] = dict(body.get("status") or {})
         app.schedule(policy, body.get("metadata", {}).get("uid"), lifecycle)

@@ -26,16 +26,18 @@ from respread.remedies.cost.release import (
     CostCounts,
     Lifecycle,
     cost_event,
-    cost_status,
 )
 from respread.remedies.evict.planner import Move
 from respread.report.changes import change_events
+from respread.report.contract import conditions_status_json, status_json, status_patch
+from respread.report.model import DeletionCostStatus, Execution, Report, Status, StepStatus
 from respread.report.status import (
-    Execution,
     build_status,
     cooldowns_status,
+    deletion_cost_status,
     failed_scan_status,
 )
+from respread.report.stored import holds_deletion_cost, scan_failing
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
 from respread.runtime.cache import ClusterCache
@@ -47,6 +49,13 @@ log = logging.getLogger(__name__)
 
 # One policy evicts at a time, whatever the number of policies.
 ENFORCEMENT = asyncio.Lock()
+
+
+EXECUTED = {  # what an eviction request's answer makes of its plan step
+    Result.EVICTED: StepStatus.EVICTED,
+    Result.BLOCKED: StepStatus.BLOCKED,
+    Result.FAILED: StepStatus.FAILED,
+}
 
 
 def rfc3339(t: float) -> str:
@@ -115,7 +124,7 @@ async def enforce(
                     Execution(
                         move.pod.namespace,
                         move.pod.name,
-                        "Failed",
+                        StepStatus.FAILED,
                         "the pod changed since the scan; not evicted",
                     )
                 )
@@ -161,7 +170,7 @@ async def _evict(
             message=f"evicted by RebalancePolicy {policy.name}: {move.reason}; the "
             f"replacement is expected at {where}",
         )
-    return Execution(move.pod.namespace, move.pod.name, outcome.result.value, outcome.reason)
+    return Execution(move.pod.namespace, move.pod.name, EXECUTED[outcome.result], outcome.reason)
 
 
 async def _surges(
@@ -183,28 +192,31 @@ async def _surges(
     return events
 
 
-def _scan_failing(status: Mapping[str, Any] | None) -> bool:
-    for condition in (status or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
-            return condition.get("status") == "False"
-    return False
+def _cost_status(
+    result: Scan, counts: CostCounts, previous: Mapping[str, Any] | None
+) -> DeletionCostStatus | None:
+    """`status.deletionCost`: with the remedy on or costs to count; and once written, on with
+    zero counts rather than gone."""
+    if result.costs is not None or counts != CostCounts() or holds_deletion_cost(previous):
+        return deletion_cost_status(counts)
+    return None
 
 
-def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
+def _export(policy: RebalancePolicy, report: Report) -> None:
     metrics.forget(policy.name)
-    metrics.VIOLATIONS.labels(policy.name).set(report["summary"]["violations"])
-    for v in report["violations"]:
+    metrics.VIOLATIONS.labels(policy.name).set(report.summary.violations)
+    for v in report.violations:
         labels = (
             policy.name,
-            v["namespace"],
-            f"{v['workload']['kind']}/{v['workload']['name']}",
-            v["topologyKey"],
+            v.workload.namespace,
+            f"{v.workload.kind}/{v.workload.name}",
+            v.topology_key,
         )
-        metrics.SKEW.labels(*labels).set(v["skew"])
-        metrics.MISPLACED.labels(*labels).set(v["violatingPods"])
-    metrics.PLANNED.labels(policy.name, "Planned").set(len(report["evictions"]))
-    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report["deferred"]))
-    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report["skipped"]))
+        metrics.SKEW.labels(*labels).set(v.skew)
+        metrics.MISPLACED.labels(*labels).set(v.violating_pods)
+    metrics.PLANNED.labels(policy.name, "Planned").set(len(report.evictions))
+    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report.deferred))
+    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report.skipped))
 
 
 async def run_scan(
@@ -266,10 +278,10 @@ async def _scan(job: Job, now: float, started: float) -> None:
     acted = await _act(job, state, result, now)
     status = _status(job, result, acted, now)
     check(job.acting)
-    await asyncio.to_thread(patch_status, job.api, job.policy.name, status)
+    await asyncio.to_thread(patch_status, job.api, job.policy.name, status_patch(status))
     await _tell(job, _events(result, acted))
     _log_scan(job, state, result, acted, started)
-    memory.previous_status = status
+    memory.previous_status = status_json(status)
     memory.last_scan = now
     _export(job.policy, result.report)
     metrics.LAST_SCAN.labels(job.policy.name).set(now)
@@ -309,25 +321,19 @@ async def _act(job: Job, state: ClusterState, result: Scan, now: float) -> Acted
     return Acted(executions, counts, surge_events)
 
 
-def _status(job: Job, result: Scan, acted: Acted, now: float) -> dict[str, Any]:
+def _status(job: Job, result: Scan, acted: Acted, now: float) -> Status:
     """The status to write: the report, bounded, with the evictions' outcomes, the cooldowns
     (after this scan's evictions) and the deletion costs."""
     memory, policy = job.memory, job.policy
-    status = build_status(
+    return build_status(
         result.report,
         policy,
         rfc3339(now),
         previous=memory.previous_status,
         executions=acted.executions,
         cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
+        deletion_cost=_cost_status(result, acted.counts, memory.previous_status),
     )
-    if (
-        result.costs is not None
-        or acted.counts != CostCounts()
-        or "deletionCost" in (memory.previous_status or {})
-    ):
-        status["deletionCost"] = cost_status(acted.counts)
-    return status
 
 
 def _events(result: Scan, acted: Acted) -> list[tuple[str, bool, str]]:
@@ -338,7 +344,7 @@ def _events(result: Scan, acted: Acted) -> list[tuple[str, bool, str]]:
     if told is not None:
         out.append(told)
     out.extend((e.reason, e.warning, f"{e.workload}: {e.message}") for e in acted.surge_events)
-    failed = [e for e in acted.executions if e.state == "Failed"]
+    failed = [e for e in acted.executions if e.state is StepStatus.FAILED]
     if failed:
         first = failed[0]
         out.append(
@@ -367,12 +373,12 @@ def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started
         job.policy.mode.value,
         len(state.pods),
         len(state.nodes),
-        report["summary"]["violations"],
+        report.summary.violations,
         len(result.changes.found),
         len(result.changes.resolved),
-        len(report["evictions"]),
-        len(report["deferred"]),
-        sum(1 for e in acted.executions if e.state == "Evicted"),
+        len(report.evictions),
+        len(report.deferred),
+        sum(1 for e in acted.executions if e.state is StepStatus.EVICTED),
         time.monotonic() - started,
     )
 
@@ -395,16 +401,18 @@ async def _report_failure(job: Job, err: Exception, now: float) -> bool:
         if not job.acting():
             return True  # a follower writes nothing
         reason = f"{type(err).__name__}: {err}"
-        status = failed_scan_status(policy, rfc3339(now), reason, previous=memory.previous_status)
-        was_failing = _scan_failing(memory.previous_status)
-        await asyncio.to_thread(patch_status, job.api, policy.name, status)
+        failed = conditions_status_json(
+            failed_scan_status(policy, rfc3339(now), reason, previous=memory.previous_status)
+        )
+        was_failing = scan_failing(memory.previous_status)
+        await asyncio.to_thread(patch_status, job.api, policy.name, failed)
         if not was_failing:  # an Event when scans start failing, not for every failure
             await tell_policy(job.api, policy, job.uid, "ScanFailed", warning=True, message=reason)
         # The object now says the scan failed: the next scan's conditions transition from
         # there (the last good report, its violations and their `since`, stays as it was).
         memory.previous_status = {
             **(memory.previous_status or {}),
-            "conditions": status["conditions"],
+            "conditions": failed["conditions"],
         }
     except PolicyGoneError:
         log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)

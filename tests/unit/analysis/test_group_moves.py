@@ -17,7 +17,8 @@ from respread.analysis.groups import analyze, group_moves, minimum_moves
 from respread.core.model import OwnerRef, Policy
 from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
 from respread.remedies.evict.planner import plan
-from respread.report.build import build_report, render_text
+from respread.report.build import build_report
+from respread.report.text import render_text
 from tests.support.builders import hard, node, pod, sel, state
 
 ZONE = "zone"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -22,14 +21,16 @@ from respread.kube.evictions import Outcome, Result, TransientError, classify
 from respread.remedies.choose import apply_remediation
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
-from respread.report.status import Execution, build_status, failed_scan_status
+from respread.report.contract import conditions_status_json, status_json
+from respread.report.model import Execution, Report, StepStatus
+from respread.report.status import build_status, failed_scan_status
 from tests.support.paths import EXAMPLES
 
 NOW = "2026-11-22T10:00:00Z"
 LATER = "2026-11-22T10:05:00Z"
 
 
-def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[str, Any]:
+def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> Report:
     texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / example).glob("*.yaml"))]
     state = load_texts(texts).state
     analysis = analyze(state, policy)
@@ -40,7 +41,7 @@ def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[s
 
 
 def test_status_digests_the_report() -> None:
-    status = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
+    status = status_json(build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW))
     assert status["lastScanTime"] == NOW
     assert status["summary"]["violations"] == 1
     (v,) = status["violations"]
@@ -75,52 +76,45 @@ def test_status_violations_name_the_chosen_remedy(
     remediation: RemediationSettings, remedy: str | None
 ) -> None:
     policy = replace(DEFAULT_POLICY, remediation=remediation)
-    (v,) = build_status(report_for("zone-scale-down", policy), policy, NOW)["violations"]
+    (v,) = status_json(build_status(report_for("zone-scale-down", policy), policy, NOW))[
+        "violations"
+    ]
     assert v.get("remedy") == remedy
 
 
 def test_since_and_transition_times_carry_over_between_scans() -> None:
     report = report_for("zone-scale-down")
-    first = build_status(report, DEFAULT_POLICY, NOW)
+    first = status_json(build_status(report, DEFAULT_POLICY, NOW))
     second = build_status(report, DEFAULT_POLICY, LATER, previous=first)
-    assert second["violations"][0]["since"] == NOW
-    balanced = {c["type"]: c for c in second["conditions"]}["Balanced"]
-    assert balanced["lastTransitionTime"] == NOW  # still False: no transition
+    assert second.violations[0].since == NOW
+    balanced = {c.type: c for c in second.conditions}["Balanced"]
+    assert balanced.last_transition_time == NOW  # still False: no transition
 
 
 def test_executions_replace_planned_states() -> None:
     report = report_for("zone-scale-down")
-    step = report["evictions"][0]
-    status = build_status(
-        report,
-        DEFAULT_POLICY,
-        NOW,
-        executions=[
-            Execution(step["namespace"], step["pod"], "Blocked", "refused by a PodDisruptionBudget")
-        ],
-    )
-    assert status["plan"][0]["state"] == "Blocked"
-    assert status["summary"]["evicted"] == 0
-    assert status["summary"]["blocked"] == 1
+    step = report.evictions[0]
+    refused = Execution(step.namespace, step.pod, StepStatus.BLOCKED, "refused by a budget")
+    status = build_status(report, DEFAULT_POLICY, NOW, executions=[refused])
+    assert status.plan[0].state is StepStatus.BLOCKED
+    assert status.summary.evicted == 0
+    assert status.summary.blocked == 1
 
 
 def test_status_lists_are_bounded_and_totals_kept() -> None:
-    from dataclasses import replace
-
     report = report_for("zone-scale-down")
-    report["violations"] = report["violations"] * 50
-    report["deferred"] = report["deferred"] * 80
+    report = replace(report, violations=report.violations * 50, deferred=report.deferred * 80)
     policy = replace(DEFAULT_POLICY, report_max_items=5)
-    status = build_status(report, policy, NOW)
+    status = status_json(build_status(report, policy, NOW))
     assert len(status["violations"]) == 5 and status["violationsTotal"] == 50
     assert len(status["plan"]) == 5 and status["planTotal"] == 81
     assert len(json.dumps(status)) < 20_000
 
 
 def test_a_failed_scan_keeps_the_last_report_and_says_why() -> None:
-    good = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
-    patch = failed_scan_status(
-        DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good
+    good = status_json(build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW))
+    patch = conditions_status_json(
+        failed_scan_status(DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good)
     )
     conditions = {c["type"]: c for c in patch["conditions"]}
     assert conditions["ScanSucceeded"]["status"] == "False"

@@ -12,17 +12,20 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.analysis.causes import Cause
 from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.report.changes import change_events, changes
+from respread.report.model import Violation
 from respread.runtime import cache as cache_module
 from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.operator import GRACE, STALE_FACTOR, App
+from tests.support.reports import report, violation
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
 SLACK = GRACE  # App.stale() allows this on top of STALE_FACTOR intervals
@@ -294,23 +297,8 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
 # ---- Events only for changes ---------------------------------------------------------------
 
 
-def violation(cause: str, message: str, workload: str = "web") -> dict[str, Any]:
-    return {
-        "namespace": "ns",
-        "workload": {"kind": "Deployment", "name": workload},
-        "topologyKey": "zone",
-        "cause": cause,
-        "causeMessage": message,
-    }
-
-
-def found(name: str, skew: int = 2) -> dict[str, Any]:
-    return {
-        **violation("ScaleDown", "web went from 9 to 4 pods", name),
-        "skew": skew,
-        "maxSkew": 1,
-        "message": "2 evictions fix it",
-    }
+def found(name: str, skew: int = 2) -> Violation:
+    return violation(name, cause=Cause.SCALE_DOWN, cause_message="went from 9 to 4", skew=skew)
 
 
 def key(name: str) -> tuple[str, str, str, str]:
@@ -342,8 +330,8 @@ def key(name: str) -> tuple[str, str, str, str]:
 def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
-    report = {"violations": [found(name) for name in current]}
-    events = change_events(changes(report, frozenset(key(k) for k in known)))
+    scanned = report([found(name) for name in current])
+    events = change_events(changes(scanned, frozenset(key(k) for k in known)))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]

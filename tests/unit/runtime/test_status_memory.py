@@ -11,14 +11,10 @@ from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
 from respread.pipeline import Memory
 from respread.remedies.evict.history import EvictionHistory
-from respread.report.status import (
-    COOLDOWNS_LIMIT,
-    WorkloadHistory,
-    cooldowns_status,
-    parse_time,
-    remembered,
-    rfc3339,
-)
+from respread.report.contract import cooldown_json
+from respread.report.model import WorkloadHistory
+from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status, rfc3339
+from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -51,22 +47,25 @@ def test_cooldowns_keep_only_what_still_matters(history: WorkloadHistory, kept: 
 
 
 def test_cooldowns_entries_are_readable_and_most_recent_first() -> None:
-    out = cooldowns_status(
-        [
-            WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
-            WorkloadHistory(
-                "shop",
-                "Deployment",
-                "new",
-                last_eviction=NOW - 10,
-                reviews=((ZONE, 3),),
-                backoff_level=1,
-                backoff_until=NOW + 1200,
-            ),
-        ],
-        NOW,
-        COOLDOWN,
-    )
+    out = [
+        cooldown_json(c)
+        for c in cooldowns_status(
+            [
+                WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
+                WorkloadHistory(
+                    "shop",
+                    "Deployment",
+                    "new",
+                    last_eviction=NOW - 10,
+                    reviews=((ZONE, 3),),
+                    backoff_level=1,
+                    backoff_until=NOW + 1200,
+                ),
+            ],
+            NOW,
+            COOLDOWN,
+        )
+    ]
     assert out == [
         entry(
             "new",
@@ -86,14 +85,16 @@ def test_cooldowns_are_bounded() -> None:
     ]
     out = cooldowns_status(many, NOW, COOLDOWN)
     assert len(out) == COOLDOWNS_LIMIT
-    assert out[0]["workload"]["name"] == "w0"  # the most recent kept
+    assert out[0].workload.name == "w0"  # the most recent kept
 
 
 def test_a_status_round_trips_through_memory() -> None:
     backed_off = EvictionHistory(backoff_level={WEB: 2}, backoff_until={WEB: NOW + 2400})
     memory = PolicyMemory(Memory(backed_off, holds=True))
     memory.record_eviction(WEB, ZONE, 3, NOW - 30)
-    status = {"cooldowns": cooldowns_status(memory.histories(), NOW, COOLDOWN)}
+    status = {
+        "cooldowns": [cooldown_json(c) for c in cooldowns_status(memory.histories(), NOW, COOLDOWN)]
+    }
     again = PolicyMemory.from_status(status)
     assert again.scan.evictions == EvictionHistory(
         last_eviction={WEB: NOW - 30},

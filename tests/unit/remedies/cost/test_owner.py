@@ -37,13 +37,15 @@ from respread.remedies.cost.order import OrderState, plan_costs
 from respread.remedies.cost.owner import Ownership, orders, owner, writes_costs
 from respread.remedies.cost.release import (
     CostCounts,
-    cost_status,
     coverage,
     ordered_pods,
     plan_overlaps,
     plan_releases,
 )
-from respread.report.build import _deletion_cost_text, deletion_cost_section
+from respread.report.build import deletion_cost_section
+from respread.report.contract import deletion_cost_status_json
+from respread.report.status import deletion_cost_status
+from respread.report.text import deletion_cost_text
 from tests.support.builders import hard, node, pod, sel, soft, state, workload
 
 ZONE = "topology.kubernetes.io/zone"
@@ -245,9 +247,9 @@ def test_the_plan_leaves_another_policys_replica_set_alone(
     count, examples = plan_overlaps(plan)
     assert (count, examples) == (6, (("default", "web-abc", 6, overlap),))
     section = deletion_cost_section(plan)
-    assert section["overlaps"] == 6
-    assert section["orders"][0]["owner"] == overlap
-    assert section["orders"][0]["state"] == "Overlap"
+    assert section.overlaps == 6
+    assert section.orders[0].owner == overlap
+    assert section.orders[0].state is OrderState.OVERLAP
 
 
 def test_overlap_examples_are_bounded_in_the_status() -> None:
@@ -275,7 +277,9 @@ def test_overlap_examples_are_bounded_in_the_status() -> None:
     count, examples = plan_overlaps(plan)
     assert count == 36
     assert [e[1] for e in examples] == [f"rs{r:02}" for r in range(10)]
-    status = cost_status(CostCounts(overlaps=count, overlapping=examples))
+    status = deletion_cost_status_json(
+        deletion_cost_status(CostCounts(overlaps=count, overlapping=examples))
+    )
     assert status["overlaps"] == 36 and len(status["overlapping"]) == 10
     assert status["overlapping"][0] == {
         "namespace": "default",
@@ -291,7 +295,7 @@ def test_the_text_report_names_the_owner() -> None:
     plan = plan_costs(
         analysis, me.remediation.deletion_cost, ownership=Ownership.of("b", [policy("a")], {})
     )
-    lines = _deletion_cost_text({"deletionCost": deletion_cost_section(plan)})
+    lines = deletion_cost_text(deletion_cost_section(plan))
     (heading,) = [line for line in lines if "web-abc" in line]
     assert "Overlap" in heading
     assert any("RebalancePolicy a also writes costs here" in line for line in lines)
@@ -459,5 +463,5 @@ def test_a_scan_reports_the_replica_sets_another_policy_owns(
 ) -> None:
     computed = scan(cluster(None), policy("b"), 1e9, others=[policy(o) for o in others])
     assert computed.costs is not None
-    assert computed.report["deletionCost"]["overlaps"] == overlaps
+    assert computed.report.deletion_cost.overlaps == overlaps
     assert len(computed.costs.patches) == 6 - overlaps

@@ -22,7 +22,6 @@ from respread.remedies.cost.release import (
     CostCounts,
     Lifecycle,
     cost_event,
-    cost_status,
     coverage,
     finalizer_due,
     lifecycle_of,
@@ -213,19 +212,3 @@ def test_one_event_a_scan_only_when_something_was_written_or_taken_back(
     assert event[:2] == (reason, warning)
     for w in words:
         assert w in event[2]
-
-
-def test_the_status_fields() -> None:
-    counts = CostCounts(1, 2, 3, 4, 9, 5, 6, 7, 8, (("ns", "web-1", 3, "a"),))
-    assert cost_status(counts) == {
-        "written": 1,
-        "removed": 2,
-        "handedOver": 3,
-        "conflicts": 4,
-        "overlaps": 9,
-        "overlapping": [{"namespace": "ns", "replicaSet": "web-1", "pods": 3, "policy": "a"}],
-        "skipped": 5,
-        "failed": 6,
-        "leftForLaterScans": 7,
-        "managed": 8,
-    }

@@ -11,6 +11,7 @@ from respread.core.model import ClusterState, OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
+from respread.report.contract import report_json
 from tests.support.builders import hard, node, pod, sel, state
 
 ZONES = ("a", "b", "c")
@@ -44,7 +45,7 @@ def rollout(order_seed: int | None) -> ClusterState:
 def report_of(cluster: ClusterState) -> str:
     analysis = analyze(cluster, DEFAULT_POLICY)
     result = plan(analysis, DEFAULT_POLICY, now=0.0)
-    return json.dumps(build_report(analysis, result, DEFAULT_POLICY), sort_keys=True)
+    return json.dumps(report_json(build_report(analysis, result, DEFAULT_POLICY)), sort_keys=True)
 
 
 def test_reports_agree_across_listing_orders_and_object_identities() -> None:

@@ -31,6 +31,7 @@ from respread.inputs.policy import (
     parse_policy,
 )
 from respread.remedies.choose import (
+    Remedy,
     apply_remediation,
     defer_surged,
     eviction_blocked,
@@ -47,8 +48,11 @@ from respread.remedies.surge.plan import (
     operations,
     plan_surges,
 )
-from respread.report.build import build_report, render_text
+from respread.report.build import build_report
+from respread.report.contract import report_json
+from respread.report.model import SurgeState
 from respread.report.status import surge_digest
+from respread.report.text import render_text
 
 NOW = 1_800_000_000.0
 WEB = WorkloadRef("ns1", "Deployment", "web")
@@ -512,27 +516,26 @@ def test_the_report_names_the_remedies_and_the_surge_steps() -> None:
     policy = policy_with()
     analysis, result, surge = run(skewed(), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    (v,) = report["violations"]
-    assert v["remedy"] == "Surge"
-    assert [r["name"] for r in v["remedies"]] == ["Evict", "DeletionCost", "Surge"]
-    section = report["surge"]
-    (p,) = section["plans"]
-    assert (p["replicas"], p["targetReplicas"], len(p["steps"])) == (6, 8, 4)
+    (v,) = report.violations
+    assert v.remedy is Remedy.SURGE
+    assert [r.remedy for r in v.remedies] == [Remedy.EVICT, Remedy.DELETION_COST, Remedy.SURGE]
+    (p,) = report.surge.plans
+    assert (p.replicas, p.target_replicas, len(p.steps)) == (6, 8, 4)
     text = render_text(report)
     assert "Would surge ns1/web (Deployment) 6 -> 8 -> 6 replicas:" in text
     assert "scale spec.replicas 8 -> 6" in text
     (digest,) = surge_digest(report)
-    assert digest["state"] == "Planned"
+    assert digest.state is SurgeState.PLANNED
 
 
 def test_a_skip_is_reported_with_its_reason() -> None:
     policy = policy_with()
     analysis, result, surge = run(skewed(labels={"helm.toolkit.fluxcd.io/name": "w"}), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    (sk,) = report["surge"]["skipped"]
-    assert "Flux (HelmRelease)" in sk["reason"]
-    surge_remedy = report["violations"][0]["remedies"][2]
-    assert surge_remedy["applies"] is False and "Flux" in surge_remedy["reason"]
+    (sk,) = report.surge.skipped
+    assert "Flux (HelmRelease)" in sk.reason
+    surge_remedy = report.violations[0].remedies[2]
+    assert surge_remedy.applies is False and "Flux" in surge_remedy.reason
     assert "Not surged: ns1/web" in render_text(report)
 
 
@@ -540,7 +543,12 @@ def test_without_surge_the_report_section_is_disabled() -> None:
     policy = DEFAULT_POLICY
     analysis, result, surge = run(skewed(), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    assert report["surge"] == {"enabled": False, "plans": [], "skipped": [], "operations": []}
+    assert report_json(report)["surge"] == {
+        "enabled": False,
+        "plans": [],
+        "skipped": [],
+        "operations": [],
+    }
 
 
 def _policy(surge: dict[str, Any]) -> RebalancePolicy:
