@@ -81,29 +81,15 @@ def leader_metric(port: int) -> float | None:
     return None
 
 
-def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_duration(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
+def skewed_web(
     namespace: str,
     fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
     core_v1: client.CoreV1Api,
     apps_v1: client.AppsV1Api,
     policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
-) -> None:
-    """Two replicas elect one leader; only it writes the Enforce policy's status and evicts.
-    A 0/3/3 skew needs two moves: the leader makes the first, then is killed (SIGKILL: no
-    release). The follower takes the Lease over one lease duration later (not before) and makes
-    the second move; no pod is evicted twice and no replica evicts while the other leads."""
-    custom = client.CustomObjectsApi(api_client)
-    coordination = client.CoordinationV1Api(api_client)
-    try:  # a Lease left by an earlier test would hold a dead identity for one duration
-        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-
+) -> dict[str, str]:
+    """Six `web` pods at 0/3/3 over three zones of two nodes, under a maxUnavailable 1 budget;
+    returns each node's zone."""
     fake_nodes.create_zones(ZONES)
     node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
     apps_v1.create_namespaced_deployment(
@@ -127,6 +113,69 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
     apps_v1.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 6}})
     survivors = wait_pods_ready(core_v1, namespace, "app=web", 6, timeout=180)
     assert pods_per_zone(survivors, node_zones) == {"zone-a": 0, "zone-b": 3, "zone-c": 3}
+    return node_zones
+
+
+def assert_each_acted_only_while_leading(
+    audit_log: AuditLog,
+    mark: int,
+    namespace: str,
+    policy: str,
+    first: tuple[str, float],
+    second: tuple[str, float],
+) -> None:
+    """Two evictions in all, no pod twice; every eviction request and status write made by the
+    first leader while it lived (until it was killed), or by the second once it held the Lease."""
+    (first_id, killed), (second_id, took_over) = first, second
+    done = [e for e in evictions(audit_log, mark, namespace) if e["responseStatus"]["code"] == 201]
+    report = [(replica(e), e["objectRef"]["name"], e["requestReceivedTimestamp"]) for e in done]
+    assert len(done) == 2, report
+    assert all(n == 1 for n in Counter(e["objectRef"]["name"] for e in done).values()), report
+    for e in evictions(audit_log, mark, namespace):  # every request, whatever its answer
+        at = parse_time(e["requestReceivedTimestamp"])
+        who = replica(e)
+        assert who in (first_id, second_id), report
+        # the first leader only while it lived; the second only once it held the Lease
+        assert (who == first_id and at < killed) or (who == second_id and at >= took_over - 1), (
+            who,
+            at,
+            killed,
+            took_over,
+            report,
+        )
+    writes = status_writes(audit_log, mark, policy)
+    for e in writes:
+        at = parse_time(e["requestReceivedTimestamp"])
+        assert (replica(e) == first_id and at < killed) or (
+            replica(e) == second_id and at >= took_over - 1
+        ), (replica(e), at, killed, took_over)
+    assert any(replica(e) == second_id for e in writes), "the new leader wrote no status"
+
+
+def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_duration(
+    e2e_cluster: ControlPlane,
+    operator_factory: StartOperator,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> None:
+    """Two replicas elect one leader; only it writes the Enforce policy's status and evicts.
+    A 0/3/3 skew needs two moves: the leader makes the first, then is killed (SIGKILL: no
+    release). The follower takes the Lease over one lease duration later (not before) and makes
+    the second move; no pod is evicted twice and no replica evicts while the other leads."""
+    custom = client.CustomObjectsApi(api_client)
+    coordination = client.CoordinationV1Api(api_client)
+    try:  # a Lease left by an earlier test would hold a dead identity for one duration
+        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+    node_zones = skewed_web(namespace, fake_nodes, core_v1, apps_v1, policy_v1)
 
     ports = {"op-a": free_port(), "op-b": free_port()}
     ops = {
@@ -207,29 +256,9 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
     finally:
         custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
-    done = [e for e in evictions(audit_log, mark, namespace) if e["responseStatus"]["code"] == 201]
-    report = [(replica(e), e["objectRef"]["name"], e["requestReceivedTimestamp"]) for e in done]
-    assert len(done) == 2, report
-    assert all(n == 1 for n in Counter(e["objectRef"]["name"] for e in done).values()), report
-    for e in evictions(audit_log, mark, namespace):  # every request, whatever its answer
-        at = parse_time(e["requestReceivedTimestamp"])
-        who = replica(e)
-        assert who in (first, second), report
-        # the first leader only while it lived; the second only once it held the Lease
-        assert (who == first and at < killed) or (who == second and at >= took_over - 1), (
-            who,
-            at,
-            killed,
-            took_over,
-            report,
-        )
-    writes = status_writes(audit_log, mark, name)
-    for e in writes:
-        at = parse_time(e["requestReceivedTimestamp"])
-        assert (replica(e) == first and at < killed) or (
-            replica(e) == second and at >= took_over - 1
-        ), (replica(e), at, killed, took_over)
-    assert any(replica(e) == second for e in writes), "the new leader wrote no status"
+    assert_each_acted_only_while_leading(
+        audit_log, mark, namespace, name, (first, killed), (second, took_over)
+    )
     assert ops[second].alive
     assert f"acquired Lease {LEASE_NS}/{LEASE}" in ops[second].text()
 

@@ -369,6 +369,26 @@ class ReadinessResync:
 # --------------------------------------------------------------------------- 1. node loss
 
 
+def replacements_refused(
+    core_v1: client.CoreV1Api, namespace: str, on_lost: set[str]
+) -> list[client.V1Pod] | None:
+    """The two replacements of the lost node's `web` pods, once those are gone and the scheduler
+    has refused both (PodScheduled False, Unschedulable); None until then."""
+    current = list_pods(core_v1, namespace, "app=web")
+    if on_lost & {p.metadata.name for p in current}:
+        return None
+    pending = [p for p in current if not p.spec.node_name]
+    unschedulable = [
+        p
+        for p in pending
+        if any(
+            c.type == "PodScheduled" and c.reason == "Unschedulable"
+            for c in (p.status.conditions or [])
+        )
+    ]
+    return unschedulable if len(current) == 6 and len(unschedulable) == 2 else None
+
+
 def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
     e2e_cluster: ControlPlane,
     operator: Path,
@@ -423,22 +443,11 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
 
         # kube-controller-manager's pod GC deletes the pods of a node gone for 40 s; the
         # ReplicaSet replaces them; the scheduler refuses every node for the replacements.
-        def refused() -> list[client.V1Pod] | None:
-            current = list_pods(core_v1, namespace, "app=web")
-            if on_lost & {p.metadata.name for p in current}:
-                return None
-            pending = [p for p in current if not p.spec.node_name]
-            unschedulable = [
-                p
-                for p in pending
-                if any(
-                    c.type == "PodScheduled" and c.reason == "Unschedulable"
-                    for c in (p.status.conditions or [])
-                )
-            ]
-            return unschedulable if len(current) == 6 and len(unschedulable) == 2 else None
-
-        pending = wait_for(refused, 180, "pod GC, and the replacements refused by the scheduler")
+        pending = wait_for(
+            lambda: replacements_refused(core_v1, namespace, on_lost),
+            180,
+            "pod GC, and the replacements refused by the scheduler",
+        )
         message = next(c.message for c in pending[0].status.conditions if c.type == "PodScheduled")
         assert "didn't match pod topology spread constraints" in message, message
         settled = time.time()

@@ -36,23 +36,25 @@ class Case:
 
 def _inputs() -> Iterator[tuple[str, Path, Path | None]]:
     """(name, cluster file, its own policy if it has one) for every cluster the repo holds."""
-    for d in sorted((REPO / "examples").iterdir()):
-        if (d / "cluster.yaml").is_file():
-            yield f"example-{d.name}", d / "cluster.yaml", None
+    for d in _cluster_folders(REPO / "examples"):
+        yield f"example-{d.name}", d / "cluster.yaml", None
     conformance = REPO / "tests" / "scenarios" / "conformance"
     for family in ("scheduler-filter", "descheduler"):
-        for d in sorted((conformance / family).iterdir()):
-            if (d / "cluster.yaml").is_file():
-                yield f"{family}-{d.name}", d / "cluster.yaml", None
+        for d in _cluster_folders(conformance / family):
+            yield f"{family}-{d.name}", d / "cluster.yaml", None
     for f in sorted((conformance / "review").glob("*.yaml")):
         yield f"review-{f.stem}", f, None
-    for d in sorted((REPO / "tests" / "scenarios" / "golden").iterdir()):
-        if (d / "cluster.yaml").is_file():
-            yield f"golden-{d.name}", d / "cluster.yaml", d / "policy.yaml"
+    for d in _cluster_folders(REPO / "tests" / "scenarios" / "golden"):
+        yield f"golden-{d.name}", d / "cluster.yaml", d / "policy.yaml"
     for d in sorted((REPO / "tests" / "scenarios" / "found").rglob("cluster.yaml")):
         yield f"found-{d.parent.name}", d, None
     for f in sorted((HERE / "clusters").glob("*.yaml")):  # surges settled and in flight
         yield f"golden-cluster-{f.stem}", f, None
+
+
+def _cluster_folders(folder: Path) -> list[Path]:
+    """The folders in ``folder`` that hold a cluster.yaml, by name."""
+    return [d for d in sorted(folder.iterdir()) if (d / "cluster.yaml").is_file()]
 
 
 def _incoming(cluster: Path) -> list[str]:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final, cast
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from respread.core.annotations import FIELD_MANAGER
 
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 
@@ -69,3 +74,26 @@ def get_json(
     if not 200 <= response.status < 300:
         raise ApiException(http_resp=response)
     return json.loads(response.data or b"null")
+
+
+# A JSON merge patch as respread's field manager, its response left unparsed (the caller reads
+# what it needs, or drains it, so the connection is reused).
+MERGE_PATCH: Final[dict[str, Any]] = {
+    "field_manager": FIELD_MANAGER,
+    "_content_type": "application/merge-patch+json",
+    "_preload_content": False,
+}
+
+
+@contextmanager
+def listing(kind: str, server: str) -> Iterator[None]:
+    """A list request's refusal or transport error as a one-line KubeError naming the kind and
+    the server."""
+    try:
+        yield
+    except ApiException as err:
+        raise KubeError(
+            f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
+        ) from None
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise KubeError(f"cannot reach the API server at {server}: {err}") from None

@@ -11,10 +11,10 @@ recently (cooldown, loop protection and back-off); report/stored.py reads that b
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
 from respread.report import stored
@@ -274,10 +274,6 @@ def deletion_cost_status(counts: CostCounts) -> DeletionCostStatus:
 # ---- what a restarted operator remembers -------------------------------------------------
 
 
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _matters(w: WorkloadHistory, now: float, cooldown: float) -> bool:
     return (
         (w.last_eviction is not None and now - w.last_eviction < cooldown)
@@ -291,9 +287,9 @@ def _cooldown(w: WorkloadHistory, now: float) -> Cooldown:
     return Cooldown(
         workload=WorkloadRef(w.namespace, w.kind, w.name),
         backoff_level=w.backoff_level,
-        last_eviction_time=rfc3339(w.last_eviction) if w.last_eviction is not None else None,
+        last_eviction_time=format_rfc3339(w.last_eviction) if w.last_eviction is not None else None,
         backoff_until=(
-            rfc3339(w.backoff_until)
+            format_rfc3339(w.backoff_until)
             if w.backoff_until is not None and w.backoff_until > now
             else None
         ),

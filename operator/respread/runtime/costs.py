@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kubernetes import client
 
@@ -51,25 +52,36 @@ async def write_costs(
     """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
     writes = []
     for entry in costs.patches:
-        check(acting)
-        write = await asyncio.to_thread(
-            write_cost,
+        write = await _cost_request(
             api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
+            policy,
+            acting,
+            write_cost,
+            entry.pod,
             expected=entry.current,
             cost=entry.desired,
             take_over=policy.remediation.deletion_cost.take_over,
-            policy=policy.name,
             seen_policy=entry.pod.annotations.get(COST_POLICY),
         )
-        writes.append(_counted(policy, write))
+        writes.append(write)
     _summarise(policy, writes, "pod-deletion-cost", costs.deferred_patches)
     return writes
 
 
-def _counted(policy: RebalancePolicy, write: CostWrite) -> CostWrite:
+async def _cost_request(
+    api: client.ApiClient,
+    policy: RebalancePolicy,
+    acting: Acting,
+    request: Callable[..., CostWrite],
+    pod: Pod,
+    **fields: Any,
+) -> CostWrite:
+    """One pod's cost write or take-back (``request``) in the policy's name, on a thread (the
+    client blocks), once this replica may still act; counted and logged."""
+    check(acting)
+    write = await asyncio.to_thread(
+        request, api, pod.namespace, pod.name, uid=pod.uid, policy=policy.name, **fields
+    )
     metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
     log.debug(
         "pod-deletion-cost of %s/%s: %s (%s)",
@@ -123,18 +135,10 @@ async def release_costs(
                 )
             )
             continue
-        check(acting)
-        done = await asyncio.to_thread(
-            release_cost,
-            api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
-            policy=policy.name,
-            action=entry.action,
-            hand_to=entry.hand_to,
+        done = await _cost_request(
+            api, policy, acting, release_cost, entry.pod, action=entry.action, hand_to=entry.hand_to
         )
-        out.append(_counted(policy, done))
+        out.append(done)
     _summarise(policy, out, "pod-deletion-cost taken back:", plan.deferred)
     return out
 

@@ -15,7 +15,6 @@ from respread.runtime.leadership import (
     decide,
     leading_until,
     lease_spec,
-    microtime,
     observe,
     parse_lease,
     released,
@@ -183,10 +182,6 @@ def test_lease_spec_round_trips() -> None:
     record = LeaseRecord(ME, 15, T0, NOW_TS, 2)
     assert parse_lease(lease_spec(record)) == record
     assert "acquireTime" not in lease_spec(LeaseRecord(ME, 15))
-
-
-def test_microtime_is_rfc3339_with_microseconds_in_utc() -> None:
-    assert microtime(1_800_000_000.25) == "2027-01-15T08:00:00.250000Z"
 
 
 def test_an_empty_identity_is_refused() -> None:

@@ -9,11 +9,12 @@ import pytest
 
 from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
+from respread.core.timestamps import format_rfc3339
 from respread.pipeline import Memory
 from respread.remedies.evict.history import EvictionHistory
 from respread.report.contract import cooldown_json
 from respread.report.model import WorkloadHistory
-from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status, rfc3339
+from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status
 from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
 
@@ -168,7 +169,7 @@ def test_no_status_no_memory() -> None:
 
 
 def test_times_round_trip_in_whole_seconds() -> None:
-    assert rfc3339(NOW) == "2027-01-15T08:00:00Z"
+    assert format_rfc3339(NOW) == "2027-01-15T08:00:00Z"
     assert parse_time("2027-01-15T08:00:00Z") == NOW
     assert parse_time("2027-01-15T08:00:00") == NOW  # no zone: UTC
     assert parse_time("not a time") is None

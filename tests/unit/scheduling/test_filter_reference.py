@@ -44,11 +44,8 @@ from respread.scheduling.spread import SpreadIndex
 KEYS = ("zone", "host", "rack")
 
 
-def reference_counts(
-    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
-) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
-    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
-    one's count per eligible domain (the incoming pod itself not counted)."""
+def reference_constraints(incoming: Pod) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
+    """The incoming pod's hard constraints, each with its selector and matchLabelKeys merged."""
     cons = []
     for c in incoming.spec.constraints:
         if c.when is not When.DO_NOT_SCHEDULE:
@@ -62,6 +59,15 @@ def reference_counts(
             )
             selector = LabelSelector(selector.requirements + extra)
         cons.append((c, selector))
+    return cons
+
+
+def reference_counts(
+    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
+) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
+    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
+    one's count per eligible domain (the incoming pod itself not counted)."""
+    cons = reference_constraints(incoming)
 
     def counts_pod(selector: LabelSelector | None, labels: Labels) -> bool:
         if selector is None or not selector.requirements:  # nil, and the `{}` bug (2.4)

@@ -115,6 +115,19 @@ def _constraints(draw: st.DrawFn) -> list[SpreadConstraint]:
     return constraints
 
 
+def _pods_per_node(draw: st.DrawFn, names: list[str]) -> list[int]:
+    """How many pods of a ReplicaSet each node holds: anything from 0 to 2, or round-robin
+    over the zones' n-th nodes from a random one (mostly balanced)."""
+    if draw(st.booleans()):
+        return [draw(st.integers(0, 2)) for _ in names]
+    rounds = sorted(range(len(names)), key=lambda j: (names[j][-1], names[j]))
+    start, count = draw(st.integers(0, len(names) - 1)), draw(st.integers(2, MAX_PODS))
+    per_node = [0] * len(names)
+    for k in range(count):
+        per_node[rounds[(start + k) % len(names)]] += 1
+    return per_node
+
+
 @st.composite
 def clusters(draw: st.DrawFn) -> Generated:
     zones = draw(st.integers(1, 4))
@@ -138,15 +151,7 @@ def clusters(draw: st.DrawFn) -> Generated:
         made: list[Pod] = []
         # mid-rollout, the new template may change the constraints
         constraints = template if rs == "abc" or draw(st.booleans()) else draw(_constraints())
-        if draw(st.booleans()):
-            per_node = [draw(st.integers(0, 2)) for _ in names]
-        else:
-            # round-robin over the zones' n-th nodes, from a random one: mostly balanced
-            rounds = sorted(range(len(names)), key=lambda j: (names[j][-1], names[j]))
-            start, count = draw(st.integers(0, len(names) - 1)), draw(st.integers(2, MAX_PODS))
-            per_node = [0] * len(names)
-            for k in range(count):
-                per_node[rounds[(start + k) % len(names)]] += 1
+        per_node = _pods_per_node(draw, names)
         per_node.append(draw(st.integers(0, 1)))  # on a node the snapshot no longer holds
         per_node.append(draw(st.integers(0, 1)))  # unassigned
         for name, number in zip([*names, "gone", None], per_node, strict=True):
