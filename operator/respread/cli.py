@@ -8,13 +8,14 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import analyze, build_index
+from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.core.quantity import QuantityError, units
@@ -23,16 +24,8 @@ from respread.inputs.documents import InputError, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
 from respread.inputs.scoping import within_namespace
-from respread.remedies.choose import (
-    apply_remediation,
-    defer_surged,
-    eviction_blocked,
-    hold_costs,
-)
-from respread.remedies.cost.order import plan_costs
-from respread.remedies.evict.planner import plan
-from respread.remedies.surge.plan import plan_surges
-from respread.report.build import build_report
+from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.remedies.cost.release import lifecycle_of
 from respread.report.contract import report_json
 from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
@@ -233,30 +226,93 @@ def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadR
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What `respread plan` scans with: the policy, the other policies (which of them orders a
+    ReplicaSet's costs) and the memory of the policy's earlier scans."""
+
+    policy: RebalancePolicy
+    others: tuple[RebalancePolicy, ...] = ()
+    memory: Memory = NO_MEMORY
+
+
+def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it."""
+    from respread.kube.client import KubeError, api_client
+    from respread.kube.reader import read_policies
+
+    try:
+        api = api_client(kubeconfig, context)
+        bodies = read_policies(api)
+    except KubeError as err:
+        _fail(str(err))
+    return policy_scope(bodies, name, api.configuration.host, quiet)
+
+
+def policy_scope(
+    bodies: Sequence[dict[str, Any]], name: str, server: str, quiet: bool = False
+) -> Scope:
+    """RebalancePolicy ``name`` as the operator scans it: its spec; its memory seeded from its
+    status, as a newly elected leader seeds it; the other valid policies not being deleted."""
+    from respread.runtime.memory import PolicyMemory
+
+    def named(body: dict[str, Any]) -> object:
+        return (body.get("metadata") or {}).get("name")
+
+    body = next((b for b in bodies if named(b) == name), None)
+    if body is None:
+        _fail(f"RebalancePolicy {shown(name)} not found at {server}")
+    try:
+        policy = parse_policy(body)
+    except PolicyError as err:
+        _fail(str(err))
+    if _deleting(body) and not quiet:
+        print(
+            f"respread: warning: RebalancePolicy {policy.name} is being deleted: the operator "
+            "no longer scans it",
+            file=sys.stderr,
+        )
+    others = []
+    for other in bodies:
+        if named(other) == name or _deleting(other):
+            continue
+        try:
+            others.append(parse_policy(other))
+        except PolicyError:  # the operator does not schedule an invalid policy
+            continue
+    return Scope(policy, tuple(others), PolicyMemory.from_status(body.get("status")).scan)
+
+
+def _deleting(body: dict[str, Any]) -> bool:
+    return lifecycle_of(body.get("metadata") or {}).deleting_since is not None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    policy = within_namespace(read_policy(args.policy), args.namespace)
+    named = args.policy_name
+    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
+    if named is not None:
+        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
+    scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
     loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
     # the analysis runs, from walking its millions of objects on the collections that
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    with gc_paused():
-        analysis = analyze(loaded.state, policy)
-        result = apply_remediation(plan(analysis, policy, now=now), policy)
-        surge = plan_surges(
-            analysis, eviction_blocked(result, policy.remediation.evict), policy, now
-        )
-        result = defer_surged(result, surge.busy)
-        settings = policy.remediation.deletion_cost
-        costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
-        report = build_report(analysis, result, policy, costs=costs, surge=surge)
-    note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
+    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    note(
+        args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
+    )
     if args.output == "text":
-        emit(None, args.output, render_text(report))
+        emit(None, args.output, render_text(result.report))
     else:
-        emit(report_json(report), args.output)
+        emit(report_json(result.report), args.output)
     return 0
 
 
@@ -387,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
     )
     p.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
+    p.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
+        " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
+        " policies)",
+    )
     p.add_argument(
         "-n",
         "--namespace",

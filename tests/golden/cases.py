@@ -101,10 +101,11 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     from respread.core.timestamps import parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
+    from respread.pipeline import scan
     from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
-    from respread.runtime.scan import compute, rfc3339
+    from respread.runtime.scan import rfc3339
 
     state = load_texts([(cluster, Path(cluster).read_text())]).state
     policy = parse_policy(yaml.safe_load(Path(policy_file).read_text())) if policy_file else None
@@ -112,7 +113,8 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     memory = PolicyMemory()
     statuses = []
     for now in (parse_rfc3339(NOW), parse_rfc3339(NOW) + 60):
-        computed = compute(state, policy, memory, now)
+        computed = scan(state, policy, now, memory.scan, memo=memory.cost_memo)
+        memory.scan = computed.memory
         status = status_json(
             build_status(
                 computed.report,

@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import get_json, listing
+from respread.kube.client import GROUP, PLURAL, VERSION, KubeError, get_json, listing
 
 # (kind, list path): everything the pipeline reads.
 LISTS = (
@@ -59,6 +60,27 @@ def read_cluster(
             progress(f"read {len(items)} {kind} object(s)")
         out.extend((f"{server}{path}", item) for item in items)
     return out
+
+
+POLICIES = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+
+
+def read_policies(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every RebalancePolicy, as the API server has it (metadata, spec and status)."""
+    server = api.configuration.host
+    with listing("RebalancePolicy", server):
+        try:
+            items = list(list_objects(api, "RebalancePolicy", POLICIES))
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            raise KubeError(
+                f"the RebalancePolicy CRD is not installed at {server} "
+                f"(no {PLURAL}.{GROUP}/{VERSION}; kubectl apply -k crds/)"
+            ) from None
+    for item in items:
+        item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+    return items
 
 
 def list_keys(

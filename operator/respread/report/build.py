@@ -6,7 +6,9 @@ at a terminal, report/status.py as the policy's bounded status.
 
 from __future__ import annotations
 
-from respread.analysis.causes import PreviousScan, attribute
+from collections.abc import Mapping
+
+from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -56,11 +58,13 @@ def violation_entry(
     policy: RebalancePolicy,
     previous: PreviousScan | None = None,
     surge: SurgeReport | None = None,
+    *,
+    carried: Mapping[CauseKey, Attribution] | None = None,
 ) -> Violation:
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
-    why = attribute(g, analysis, previous)
+    why = attribute(g, analysis, previous, carried)
     verdicts = remedies(outcome, policy, surge)
     return Violation(
         workload=g.workload,
@@ -282,17 +286,19 @@ def build_report(
     costs: CostPlan | None = None,
     *,
     surge: SurgeReport | None = None,
+    carried: Mapping[CauseKey, Attribution] | None = None,
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
-    ``costs`` is the deletion-cost plan, when the policy enables that remedy.
+    ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
+    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py).
     """
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
         summary=_summary(analysis, plan),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, analysis, policy, previous, surge)
+            violation_entry(o, analysis, policy, previous, surge, carried=carried)
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),

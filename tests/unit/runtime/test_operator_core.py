@@ -1,5 +1,5 @@
 """The operator's decisions that need no cluster: the bounded status, what an eviction answer
-means, loop protection and pacing."""
+means (loop protection and pacing: tests/unit/remedies/evict/test_history.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from respread.analysis.groups import WorkloadRef, analyze
+from respread.analysis.groups import analyze
 from respread.inputs.objects import load_texts
 from respread.inputs.policy import (
     DEFAULT_POLICY,
@@ -24,7 +24,6 @@ from respread.report.build import build_report
 from respread.report.contract import conditions_status_json, status_json
 from respread.report.model import Execution, Report, StepStatus
 from respread.report.status import build_status, failed_scan_status
-from respread.runtime.memory import PolicyMemory
 from tests.support.constants import NOW
 from tests.support.paths import EXAMPLES
 from tests.support.tables import cases
@@ -189,29 +188,3 @@ def test_transient_failures_are_retried(err: ApiException, delay: float | None) 
     verdict = classify(err)
     assert isinstance(verdict, TransientError)
     assert verdict.retry_after == delay
-
-
-# ---- loop protection and pacing -------------------------------------------------------------
-
-
-def test_an_eviction_that_did_not_reduce_skew_backs_the_workload_off() -> None:
-    texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / "zone-scale-down").glob("*"))]
-    analysis = analyze(load_texts(texts).state, DEFAULT_POLICY)
-    (group,) = analysis.violations
-    memory = PolicyMemory()
-    memory.record_eviction(group.workload, group.constraint.key, group.skew, now=1000.0)
-
-    memory.review(analysis, now=1005.0, cooldown=60.0)  # too early to judge
-    assert memory.held(1005.0, []) == {}
-
-    memory.review(analysis, now=1100.0, cooldown=60.0)  # same skew after the cooldown
-    held = memory.held(1100.0, [])
-    assert "did not reduce its skew" in held[group.workload]
-    assert memory.held(1100.0 + 60 * 2 + 1, []) == {}  # first back-off: two cooldowns
-
-
-def test_unready_workloads_are_held_for_pacing() -> None:
-    workload = WorkloadRef("shop", "Deployment", "web")
-    assert PolicyMemory().held(0.0, [workload]) == {
-        workload: "waiting for a replacement to become Ready"
-    }

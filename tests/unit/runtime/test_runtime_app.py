@@ -17,8 +17,8 @@ from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
-from respread.report.changes import Changes, change_events, changes
-from respread.report.model import Report, Violation
+from respread.report.changes import change_events, changes
+from respread.report.model import Violation
 from respread.runtime import cache as cache_module
 from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
@@ -207,33 +207,6 @@ def test_a_verification_that_cannot_list_changes_nothing_and_is_tried_again(
     assert cache.needs_sweep()
 
 
-# ---- causes outlive the scan that found them --------------------------------------------
-
-
-def caused(cause: Cause, message: str) -> Report:
-    return report([violation(cause=cause, cause_message=message)])
-
-
-def test_an_ongoing_violation_keeps_its_cause_until_it_is_resolved() -> None:
-    memory = PolicyMemory()
-    memory.carry_causes(caused(Cause.NODE_LOSS, "node(s) n1 left since the previous scan"))
-    (later,) = memory.carry_causes(caused(Cause.UNKNOWN, "no evidence")).violations
-    assert later.cause is Cause.NODE_LOSS
-    assert later.cause_message == "node(s) n1 left since the previous scan"
-
-    memory.carry_causes(report())  # resolved
-    (again,) = memory.carry_causes(caused(Cause.SCALE_DOWN, "web went from 9 to 4")).violations
-    assert again.cause is Cause.SCALE_DOWN
-
-
-def test_an_unknown_cause_is_refined_when_evidence_appears() -> None:
-    memory = PolicyMemory()
-    memory.carry_causes(caused(Cause.UNKNOWN, "no evidence"))
-    refined = memory.carry_causes(caused(Cause.ROLLING_UPDATE, "pods come from 2 ReplicaSets"))
-    assert refined.violations[0].cause is Cause.ROLLING_UPDATE
-    assert memory.causes[("ns", "Deployment", "web", "zone")][0] is Cause.ROLLING_UPDATE
-
-
 # ---- status conditions across a failed scan ------------------------------------------
 
 
@@ -362,16 +335,6 @@ def test_events_say_what_changed_since_the_last_scan(
         assert message.startswith(start), message
     changed = len(set(current) - known) + len(known - set(current))
     assert len(events) <= changed
-
-
-def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_those_shown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The status shows at most report.maxItems violations; what is new is judged against the
-    operator's memory of every violation, so a scan that changes nothing posts nothing."""
-    memory = PolicyMemory()
-    many = memory.carry_causes(report([found(f"w{i}") for i in range(50)]))
-    assert changes(many, frozenset(memory.causes)) == Changes([], [])
 
 
 def test_a_scan_fails_at_once_while_a_watch_is_failing_and_waits_while_one_relists() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from respread.analysis.causes import Cause
+from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.timestamps import format_rfc3339
+from respread.pipeline import Memory
+from respread.remedies.evict.history import EvictionHistory
 from respread.report.contract import cooldown_json
 from respread.report.model import WorkloadHistory
 from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status
@@ -87,18 +89,20 @@ def test_cooldowns_are_bounded() -> None:
 
 
 def test_a_status_round_trips_through_memory() -> None:
-    memory = PolicyMemory()
+    backed_off = EvictionHistory(backoff_level={WEB: 2}, backoff_until={WEB: NOW + 2400})
+    memory = PolicyMemory(Memory(backed_off, holds=True))
     memory.record_eviction(WEB, ZONE, 3, NOW - 30)
-    memory.backoff_level[WEB] = 2
-    memory.backoff_until[WEB] = NOW + 2400
     status = {
         "cooldowns": [cooldown_json(c) for c in cooldowns_status(memory.histories(), NOW, COOLDOWN)]
     }
     again = PolicyMemory.from_status(status)
-    assert again.last_eviction == {WEB: NOW - 30}
-    assert again.skew_at_eviction == {(WEB, ZONE): 3}
-    assert again.backoff_level == {WEB: 2}
-    assert again.backoff_until == {WEB: NOW + 2400}
+    assert again.scan.evictions == EvictionHistory(
+        last_eviction={WEB: NOW - 30},
+        skew_at_eviction={(WEB, ZONE): 3},
+        backoff_level={WEB: 2},
+        backoff_until={WEB: NOW + 2400},
+    )
+    assert again.scan == memory.scan
     assert again.previous_status == status
 
 
@@ -116,8 +120,10 @@ def test_causes_and_since_are_read_back_from_the_violations() -> None:
         ]
     }
     memory = PolicyMemory.from_status(status)
-    assert memory.causes == {
-        ("shop", "Deployment", "web", ZONE): (Cause.SCALE_DOWN, "web scaled from 9 to 4 replicas")
+    assert memory.scan.causes == {
+        ("shop", "Deployment", "web", ZONE): Attribution(
+            Cause.SCALE_DOWN, "web scaled from 9 to 4 replicas"
+        )
     }
     # `since` (and the conditions' transition times, and which violations already had their
     # Event) come from the previous status the next build_status is given.

@@ -31,6 +31,7 @@ from respread.inputs.policy import (
 )
 from respread.kube import annotations
 from respread.kube.annotations import CostResult, release_cost, write_cost
+from respread.pipeline import scan
 from respread.remedies.cost.order import OrderState, plan_costs
 from respread.remedies.cost.owner import Ownership, orders, owner, writes_costs
 from respread.remedies.cost.release import (
@@ -44,8 +45,6 @@ from respread.report.build import deletion_cost_section
 from respread.report.contract import deletion_cost_status_json
 from respread.report.status import deletion_cost_status
 from respread.report.text import deletion_cost_text
-from respread.runtime.memory import PolicyMemory
-from respread.runtime.scan import compute
 from tests.support.builders import hard, namespace, pod, sel, soft, state, workload, zone_node
 from tests.support.constants import ZONE
 
@@ -460,7 +459,7 @@ def test_write_and_release_share_the_read_and_its_checks(
 def test_a_scan_reports_the_replica_sets_another_policy_owns(
     others: list[str], overlaps: int
 ) -> None:
-    computed = compute(cluster(None), policy("b"), PolicyMemory(), 1e9, [policy(o) for o in others])
+    computed = scan(cluster(None), policy("b"), 1e9, others=[policy(o) for o in others])
     assert computed.costs is not None
     assert computed.report.deletion_cost.overlaps == overlaps
     assert len(computed.costs.patches) == 6 - overlaps
