@@ -148,16 +148,56 @@ def test_a_kubeconfig_the_client_cannot_load_is_one_line(
     assert said in one_error_line(done)
 
 
-def test_a_failing_exec_plugin_is_one_line(tmp_path: Path) -> None:
+# Every command that reads a live cluster: the snapshot, the policy by name, one pod.
+LIVE = [[], ["--policy-name", "p"], ["--context", "x"]]
+
+
+@pytest.mark.parametrize("extra", LIVE, ids=["plan", "policy-name", "context"])
+def test_a_failing_exec_plugin_is_one_line(tmp_path: Path, extra: list[str]) -> None:
     plugin = "echo first >&2; echo second >&2; exit 3"
     user = (
         "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: sh, "
         f"args: [-c, {json.dumps(plugin)}]}}}}"
     )
     cluster = '{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}'
-    done = run(["plan", "--kubeconfig", str(kubeconfig(tmp_path, cluster, user))])
+    done = run(["plan", "--kubeconfig", str(kubeconfig(tmp_path, cluster, user)), *extra])
     line = one_error_line(done)
     assert "exec: process returned 3" in line and "second" in line, line
+
+
+BOOL_MAYBE = ('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: !!bool maybe}', "{}")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["plan", "--policy-name", "p"], ["explain", POD], ["explain", "--context", "x", POD]],
+    ids=["policy-name", "explain", "explain-context"],
+)
+def test_every_live_read_refuses_a_bad_kubeconfig_in_one_line(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    done = run([*argv, "--kubeconfig", str(kubeconfig(tmp_path, *BOOL_MAYBE))])
+    assert "maybe" in one_error_line(done)
+
+
+DESCHEDULER = ROOT / "tests" / "unit" / "inputs" / "descheduler_policies"
+CONVERT = ["convert", "--from-descheduler"]
+
+
+def test_convert_to_a_full_disk_is_one_line() -> None:
+    source = sorted(DESCHEDULER.glob("*.yaml"))[0]
+    with open("/dev/full", "wb") as full:
+        done = run([*CONVERT, str(source)], stdout=full)
+    assert "No space left on device" in one_error_line(done)
+
+
+def test_convert_reads_as_plan_reads(tmp_path: Path) -> None:
+    fifo = tmp_path / "policy.yaml"
+    os.mkfifo(fifo)
+    assert "pipe with no writer" in one_error_line(run([*CONVERT, str(fifo)]))
+    assert "not a regular file" in one_error_line(run([*CONVERT, "/dev/zero"]))
+    closed = run([*CONVERT, "-"], stdin=None, preexec_fn=lambda: os.close(0))
+    assert "standard input" in one_error_line(closed)
 
 
 ESCAPES = "\x1b[31m\x07\r\x1b]0;title\x07"

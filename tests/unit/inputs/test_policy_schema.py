@@ -17,6 +17,7 @@ from respread.inputs.policy import PolicyError, parse_policy
 from respread.inputs.policy_schema import SCHEMA
 from tests.policy_corpus import CASES, EXCEPTIONS, YAML_CASES, YAML_EXCEPTIONS, policy
 from tests.support.paths import REPO
+from tests.support.tables import cases
 
 CRD = REPO / "crds" / "rebalancepolicy.yaml"
 
@@ -34,7 +35,7 @@ def verdict(doc: dict[str, Any]) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("doc", "accepts"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@cases(("doc", "accepts"), CASES)
 def test_cli_verdict_is_the_api_servers(
     request: pytest.FixtureRequest, doc: Any, accepts: bool
 ) -> None:
