@@ -269,7 +269,7 @@ def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadR
         if not quiet:
             print(f"respread: {printable(line)}", file=sys.stderr)
 
-    with _kube_calls():
+    with kube_calls():
         docs = read_cluster(api_client(kubeconfig, context), progress)
     result = load_documents(docs, taken_at=time.time())
     warn(result.problems, quiet)
@@ -301,7 +301,7 @@ def _logged() -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def _kube_calls() -> Iterator[None]:
+def kube_calls() -> Iterator[None]:
     """Requests to a live cluster: a KubeError ends the command in one line, with what the
     client logged before the request failed (an exec plugin's exit status and output)."""
     from respread.kube.client import KubeError
@@ -328,7 +328,7 @@ def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> 
     from respread.kube.client import api_client
     from respread.kube.reader import read_policies
 
-    with _kube_calls():
+    with kube_calls():
         api = api_client(kubeconfig, context)
         bodies = read_policies(api)
     return policy_scope(bodies, name, api.configuration.host, quiet)

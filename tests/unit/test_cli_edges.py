@@ -165,6 +165,25 @@ def test_a_failing_exec_plugin_is_one_line(tmp_path: Path, extra: list[str]) -> 
     assert "exec: process returned 3" in line and "second" in line, line
 
 
+def test_kubectl_respread_status_says_an_exec_plugins_failure_in_one_line(tmp_path: Path) -> None:
+    user = (
+        "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: sh, "
+        'args: [-c, "echo denied >&2; exit 3"]}}'
+    )
+    cluster = '{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}'
+    done = subprocess.run(
+        [sys.executable, "-m", "respread.kubectl.plugin", "status"],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig(tmp_path, cluster, user))},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in err, err
+    assert err.count("\n") == 1 and err.startswith("kubectl respread: error: "), err
+    assert "exec: process returned 3" in err and "denied" in err, err
+
+
 BOOL_MAYBE = ('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: !!bool maybe}', "{}")
 
 

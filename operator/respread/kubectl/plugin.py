@@ -26,7 +26,7 @@ from typing import NoReturn
 
 from respread import __version__, cli
 from respread.core.limits import printable
-from respread.kube.client import KubeError, api_client, context_namespace
+from respread.kube.client import api_client, context_namespace
 from respread.kube.policies import list_policies
 from respread.kubectl import status as status_text
 
@@ -145,10 +145,8 @@ def explain_argv(args: argparse.Namespace) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     namespace = scope(args)
-    try:
+    with cli.kube_calls():
         policies = list_policies(api_client(kubeconfig_of(args), args.context))
-    except KubeError as err:
-        raise PluginError(str(err)) from None
     chosen = status_text.select(policies, args.policy)
     if args.policy is not None and not chosen:
         raise PluginError(f"no RebalancePolicy named {args.policy}")
@@ -182,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     try:
         return run(args)
-    except (PluginError, cli.OutputError) as err:
+    except (PluginError, cli.UsageError) as err:
         if isinstance(err, cli.OutputError):
             cli.drop_stdout()
         _say(str(err))
