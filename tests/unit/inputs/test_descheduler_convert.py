@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from respread.cli import main
-from respread.core.limits import DEFAULT_LIMITS
+from respread.core.limits import DEFAULT_LIMITS, printable_lines
 from respread.inputs.annotated_yaml import render
 from respread.inputs.descheduler import ConversionError, convert, read_policy_text
 from respread.inputs.documents import documents_from_text
@@ -535,3 +535,5 @@ def test_any_mapping_reads_back_unchanged_with_its_notes(
     text = render(document, [(("spec", "selector"), n) for n in notes] + [((), "head")])
     assert yaml.safe_load(text) == document
     assert [doc for _, doc in documents_from_text(text, "out")] == [document]  # and kubectl
+    # What the command prints (escaped for a terminal) means the same.
+    assert yaml.safe_load(printable_lines(text)) == document
