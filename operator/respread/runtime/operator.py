@@ -77,6 +77,7 @@ class App:
     elector: LeaderElector | None = None
     acting_since: float | None = None  # monotonic; None: standalone (acting since `started`)
     running: set[asyncio.Task[Any]] = field(default_factory=set)
+    scanning: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by policy name
     election_task: asyncio.Task[None] | None = None
     reflectors: Reflectors | None = None
     lifecycles: dict[str, Lifecycle] = field(default_factory=dict)  # deletion, finalizer
@@ -110,6 +111,20 @@ class App:
                 return
             await asyncio.sleep(0.1)
 
+    async def tick(self, name: str) -> None:
+        """The scheduler's job: start this policy's scan as a task of its own and return, so
+        that the scheduler never holds a running instance (a first scan waiting minutes for
+        the listing, or a scan longer than its interval, would make it skip the next run with
+        a warning). A tick that finds the previous scan still running is skipped."""
+        running = self.scanning.get(name)
+        if running is not None and not running.done():
+            if self.cache.listed >= {w.kind for w in WATCHED}:
+                log.info("scan of RebalancePolicy %s still running: this tick is skipped", name)
+            return
+        task = asyncio.get_running_loop().create_task(self.scan(name), name=f"scan {name}")
+        self.scanning[name] = task
+        task.add_done_callback(lambda done: _forget_scan(self.scanning, name, done))
+
     async def scan(self, name: str) -> None:
         if not self.acting():
             return  # a follower keeps its cache warm and writes nothing
@@ -117,28 +132,33 @@ class App:
         if task is not None:
             self.running.add(task)
         try:
-            await self.warm()
-            entry = self.policies.get(name)
-            if entry is None or not self.acting():
-                return
-            policy, uid = entry
-            memory = self.memories.get(name)
-            if memory is None:  # first scan since start or election: what the status says
-                memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
-            if not await run_scan(
-                self.api,
-                self.cache,
-                policy,
-                memory,
-                uid,
-                acting=self.acting,
-                lifecycle=self.lifecycles.get(name, NOT_DELETING),
-                others=self.others(name),
-            ):
-                self.unschedule(name)
+            await self._scan(name)
+        except asyncio.CancelledError:  # shutdown, or this replica stopped leading
+            log.info("scan of RebalancePolicy %s stopped before it ended", name)
         finally:
             if task is not None:
                 self.running.discard(task)
+
+    async def _scan(self, name: str) -> None:
+        await self.warm()
+        entry = self.policies.get(name)
+        if entry is None or not self.acting():
+            return
+        policy, uid = entry
+        memory = self.memories.get(name)
+        if memory is None:  # first scan since start or election: what the status says
+            memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
+        if not await run_scan(
+            self.api,
+            self.cache,
+            policy,
+            memory,
+            uid,
+            acting=self.acting,
+            lifecycle=self.lifecycles.get(name, NOT_DELETING),
+            others=self.others(name),
+        ):
+            self.unschedule(name)
 
     def others(self, name: str) -> list[RebalancePolicy]:
         """The other policies that are not being deleted (one may keep a cost this one wrote)."""
@@ -170,7 +190,7 @@ class App:
         if deleting:  # taking its pod-deletion-costs back: passes every RELEASE_INTERVAL
             trigger, grace = IntervalTrigger(seconds=RELEASE_INTERVAL), int(RELEASE_INTERVAL)
         self.scheduler.add_job(
-            self.scan,
+            self.tick,
             trigger,
             args=[policy.name],
             id=policy.name,
@@ -225,6 +245,13 @@ class App:
         if stale:
             return f"scans are stale for: {', '.join(stale)}"
         return None
+
+
+def _forget_scan(
+    scanning: dict[str, asyncio.Task[None]], name: str, done: asyncio.Task[None]
+) -> None:
+    if scanning.get(name) is done:
+        del scanning[name]
 
 
 def _now() -> datetime:
