@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from respread.analysis.groups import Analysis, Group, WorkloadRef
+from respread.analysis.rollout import pods_per_workload, rolling_out
 from respread.core.model import Pod
 
-CauseKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
+# namespace, workload kind, workload name, topology key, matchLabelKeys' pairs ("k=v,..." or "")
+CauseKey = tuple[str, str, str, str, str]
 
 
 class Cause(StrEnum):
@@ -49,13 +51,14 @@ class PreviousScan:
         return cls(
             nodes=frozenset(index.nodes),
             node_domains={n.name: dict(n.labels) for n in index.state.nodes},
-            members={m.workload: m.count for m in analysis.members},
+            members=pods_per_workload(analysis),
         )
 
 
 def cause_key(group: Group) -> CauseKey:
     w = group.workload
-    return (w.namespace, w.kind, w.name, group.constraint.key)
+    match = ",".join(f"{k}={v}" for k, v in group.constraint.match_labels)
+    return (w.namespace, w.kind, w.name, group.constraint.key, match)
 
 
 def attribute(
@@ -76,7 +79,8 @@ def attribute(
         return before
     pods = [p for ps in group.members.by_node.values() for p in ps]
     return (
-        _since_previous(group, pods, analysis, previous)
+        _rolling_out(group, analysis)
+        or _since_previous(group, pods, analysis, previous)
         or _rolling_update(pods)
         or _node_added(group, pods, analysis)
         or Attribution(Cause.UNKNOWN, "no evidence in the snapshot of what skewed it")
@@ -97,10 +101,11 @@ def _since_previous(
             Cause.NODE_LOSS, f"node(s) {', '.join(lost_here[:3])} left since the previous scan"
         )
     before = previous.members.get(group.workload)
-    if before is not None and len(pods) < before:
+    now = pods_per_workload(analysis).get(group.workload, len(pods))
+    if before is not None and now < before:
         return Attribution(
             Cause.SCALE_DOWN,
-            f"{group.workload} went from {before} to {len(pods)} pods since the previous scan",
+            f"{group.workload} went from {before} to {now} pods since the previous scan",
         )
     added = sorted(set(nodes) - previous.nodes)
     if added and group.global_min == 0:
@@ -108,6 +113,11 @@ def _since_previous(
             Cause.NODE_ADDED, f"node(s) {', '.join(added[:3])} joined since the previous scan"
         )
     return None
+
+
+def _rolling_out(group: Group, analysis: Analysis) -> Attribution | None:
+    message = rolling_out(group, analysis)
+    return Attribution(Cause.ROLLING_UPDATE, message) if message is not None else None
 
 
 def _rolling_update(pods: list[Pod]) -> Attribution | None:

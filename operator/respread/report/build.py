@@ -91,6 +91,7 @@ def violation_entry(
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
+        match_labels=c.match_labels,
     )
 
 

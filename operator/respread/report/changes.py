@@ -21,8 +21,8 @@ class Changes:
 
 
 def _named(key: ViolationKey) -> str:
-    namespace, kind, name, topology_key = key
-    return f"{namespace}/{kind}/{name} {topology_key}"
+    namespace, kind, name, topology_key, match = key
+    return f"{namespace}/{kind}/{name}{f' [{match}]' if match else ''} {topology_key}"
 
 
 def changes(report: Report, known: frozenset[ViolationKey]) -> Changes:

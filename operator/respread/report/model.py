@@ -22,7 +22,10 @@ from respread.remedies.evict.steps import SkipKind
 from respread.remedies.surge.plan import ActionKind, Phase
 from respread.scheduling.controller import Tier
 
-ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
+# namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added
+# (match_text; "" without): a rollout's ReplicaSets keyed on pod-template-hash are two groups
+ViolationKey = tuple[str, str, str, str, str]
+MatchLabels = tuple[tuple[str, str], ...]
 Domains = tuple[tuple[str, str], ...]  # (topology key, value)
 
 TIER_NAMES = {  # the ReplicaSet controller's ranking, as the report names it
@@ -34,8 +37,21 @@ TIER_NAMES = {  # the ReplicaSet controller's ranking, as the report names it
 }
 
 
-def violation_key(workload: WorkloadRef, topology_key: str) -> ViolationKey:
-    return (workload.namespace, workload.kind, workload.name, topology_key)
+def match_text(pairs: MatchLabels) -> str:
+    """The pairs matchLabelKeys added to a group's selector, as a label selector reads them."""
+    return ",".join(f"{k}={v}" for k, v in pairs)
+
+
+def violation_key(
+    workload: WorkloadRef, topology_key: str, match_labels: MatchLabels = ()
+) -> ViolationKey:
+    return (
+        workload.namespace,
+        workload.kind,
+        workload.name,
+        topology_key,
+        match_text(match_labels),
+    )
 
 
 # ---- the report (RebalanceReport) -----------------------------------------------------------
@@ -96,10 +112,11 @@ class Violation:
     from_default_constraints: bool = False
     remedies: tuple[RemedyVerdict, ...] = ()
     remedy: Remedy | None = None
+    match_labels: MatchLabels = ()
 
     @property
     def key(self) -> ViolationKey:
-        return violation_key(self.workload, self.topology_key)
+        return violation_key(self.workload, self.topology_key, self.match_labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +385,7 @@ class StatusViolation:
     fixable: bool
     message: str
     remedy: Remedy | None = None
+    match_labels: MatchLabels = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
         fixable=v.fixable,
         message=_cap(v.message),
         remedy=v.remedy,
+        match_labels=v.match_labels,
     )
 
 

@@ -18,6 +18,7 @@ from respread.report.model import (
     Skipped,
     SurgeSection,
     Violation,
+    match_text,
 )
 from respread.scheduling.controller import Tier
 
@@ -70,7 +71,8 @@ def _violation_text(v: Violation) -> list[str]:
             f", {v.pods_outside_domains} on nodes its inclusion policies leave out of the counts"
         )
     out = [
-        f"{v.workload.namespace}/{v.workload.name} ({v.workload.kind})  "
+        f"{v.workload.namespace}/{v.workload.name} ({v.workload.kind}"
+        f"{', ' + match_text(v.match_labels) if v.match_labels else ''})  "
         f"{v.topology_key}  skew {v.skew} {relation} maxSkew {v.max_skew}  "
         f"[{misplaced}, {state}]"
     ]
