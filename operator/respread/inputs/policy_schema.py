@@ -593,6 +593,12 @@ SCHEMA: dict[str, Any] = {
                             "fixable": {"type": "boolean"},
                             "fromDefaultConstraints": {"type": "boolean"},
                             "globalMinimum": {"type": "integer"},
+                            "matchLabels": {
+                                "additionalProperties": {"maxLength": 63, "type": "string"},
+                                "description": "Only for a constraint with matchLabelKeys: the pairs they added to its selector, which make this group one of several of its workload (a rollout's ReplicaSets, by pod-template-hash).",
+                                "maxProperties": 64,
+                                "type": "object",
+                            },
                             "maxSkew": {"type": "integer"},
                             "message": {"maxLength": 1024, "type": "string"},
                             "minDomains": {"type": "integer"},
