@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -25,17 +24,15 @@ REPO = Path(__file__).resolve().parents[1]
 JSON_LOAD = "import json, sys\nwith open(sys.argv[1], encoding='utf-8') as f:\n    json.load(f)\n"
 
 
-def _run(argv: list[str]) -> tuple[float, float]:
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     with open(os.devnull, "w") as sink:
-        pid = subprocess.Popen(argv, stdout=sink, cwd=REPO).pid
+        pid = subprocess.Popen(argv, stdout=sink, cwd=REPO, env=env).pid
         _, status, usage = os.wait4(pid, 0)
     elapsed = time.perf_counter() - started
     if status != 0:
         raise SystemExit(f"{argv[:4]} failed (status {status})")
-    del before
     return elapsed, usage.ru_maxrss / 1024
 
 
@@ -43,6 +40,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("snapshot")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--also", help="another checkout's respread, timed alike (e.g. ../main, for before/after)"
+    )
     args = parser.parse_args()
     size = Path(args.snapshot).stat().st_size
     python = sys.executable
@@ -60,11 +60,18 @@ def main() -> int:
         "json",
         "--quiet",
     ]
-    runs: dict[str, list[tuple[float, float]]] = {"json.load": [], "respread plan": []}
+    sides: list[tuple[str, list[str], dict[str, str] | None]] = [
+        ("json.load", floor, None),
+        ("respread plan", plan, None),
+    ]
+    if args.also:
+        env = dict(os.environ, PYTHONPATH=str(Path(args.also).resolve() / "operator"))
+        sides.append((f"respread plan ({args.also})", plan, env))
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in sides}
     for i in range(args.repeats):
-        for name, argv in (("json.load", floor), ("respread plan", plan)):
+        for name, argv, env in sides:
             load = os.getloadavg()[0]
-            t, rss = _run(argv)
+            t, rss = _run(argv, env)
             runs[name].append((t, rss))
             print(f"  {i + 1} {name}: {t:.2f} s, {rss:.0f} MB (load {load:.1f})", file=sys.stderr)
     print(
@@ -77,8 +84,10 @@ def main() -> int:
     }
     for name, (t, rss) in med.items():
         print(f"| {name} | {t:.2f} s | {rss:.0f} MB |")
-    (ft, fr), (pt, pr) = med["json.load"], med["respread plan"]
-    print(f"| ratio | **{pt / ft:.2f}x** | **{pr / fr:.2f}x** |")
+    ft, fr = med["json.load"]
+    for name, (pt, pr) in med.items():
+        if name != "json.load":
+            print(f"| {name} / json.load | **{pt / ft:.2f}x** | **{pr / fr:.2f}x** |")
     return 0
 
 
