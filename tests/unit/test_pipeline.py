@@ -127,6 +127,8 @@ def test_the_memory_of_a_status_is_the_operators() -> None:
     memory = Memory.from_status(status)
     assert memory.holds
     assert memory.causes == {
-        ("shop", "Deployment", "web", ZONE, ""): Attribution(Cause.SCALE_DOWN, "web went from 9 to 5")
+        ("shop", "Deployment", "web", ZONE, ""): Attribution(
+            Cause.SCALE_DOWN, "web went from 9 to 5"
+        )
     }
     assert Memory.from_status(None) == Memory(holds=True)
