@@ -576,6 +576,7 @@ SCHEMA: dict[str, Any] = {
                                     "NodeLoss",
                                     "NodeAdded",
                                     "RollingUpdate",
+                                    "TooFewDomains",
                                     "Unknown",
                                 ],
                                 "type": "string",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
+from respread.analysis.causes import Attribution, CauseKey, Facts, PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -54,7 +54,7 @@ def _domains(group: Group, limit: int = DOMAINS_SHOWN) -> tuple[tuple[tuple[str,
 
 def violation_entry(
     outcome: Outcome,
-    analysis: Analysis,
+    facts: Facts,
     policy: RebalancePolicy,
     previous: PreviousScan | None = None,
     surge: SurgeReport | None = None,
@@ -64,7 +64,7 @@ def violation_entry(
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
-    why = attribute(g, analysis, previous, carried)
+    why = attribute(g, facts, previous, carried)
     verdicts = remedies(outcome, policy, surge)
     return Violation(
         workload=g.workload,
@@ -293,12 +293,13 @@ def build_report(
     ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
     ``carried``, the previous scan's view and the causes it gave (analysis/causes.py).
     """
+    facts = Facts(analysis)
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
         summary=_summary(analysis, plan),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, analysis, policy, previous, surge, carried=carried)
+            violation_entry(o, facts, policy, previous, surge, carried=carried)
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
