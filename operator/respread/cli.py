@@ -27,6 +27,7 @@ from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
 from respread.report.contract import report_json
+from respread.report.model import CoverageSection
 from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
@@ -152,8 +153,6 @@ def load_snapshot(
         f"read {len(state.nodes)} nodes and {len(state.pods)} pods from {len(texts)} file(s)",
     )
     warn(result.problems, quiet)
-    if not result.state.nodes and not result.state.pods:
-        _fail("the snapshot holds no Node and no Pod objects")
     return result
 
 
@@ -309,6 +308,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     note(
         args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
     )
+    warn_coverage(result.report.coverage, args.quiet)
     if args.output == "text":
         emit(None, args.output, render_text(result.report))
     else:
@@ -384,14 +384,54 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def load_input(args: argparse.Namespace) -> LoadResult:
-    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context); one
+    without a single Node is refused: nothing in it could be counted."""
     if (args.snapshot is None) == (args.kubeconfig is None):
         _fail("give exactly one of --snapshot and --kubeconfig")
     if args.kubeconfig is not None:
-        return load_live(args.kubeconfig, args.quiet, args.context)
-    if args.context is not None:
-        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
-    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        loaded = load_live(args.kubeconfig, args.quiet, args.context)
+        where = "the cluster"
+    else:
+        if args.context is not None:
+            _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        where = "the snapshot"
+    if not loaded.state.nodes:
+        pods = len(loaded.state.pods)
+        _fail(
+            f"{where} holds no Node object ({pods} Pod(s)): no pod can be counted without its "
+            "node; include the nodes (kubectl get nodes,pods,... -A -o yaml)"
+        )
+    return loaded
+
+
+def warn_coverage(coverage: CoverageSection, quiet: bool) -> None:
+    """Pods on nodes the input lacks, by name, and a policy selecting nothing, on stderr (about
+    the input as a whole: "incomplete input:" and "selection:" lines, not about one file)."""
+    if quiet:
+        return
+    lines = [
+        f"incomplete input: pod {p.namespace}/{p.pod} is bound to node {p.node}, which the "
+        "input does not hold: left out of every count"
+        for p in coverage.pods_on_unknown_nodes[:MAX_WARNINGS]
+    ]
+    lost = len(coverage.pods_on_unknown_nodes)
+    if lost > MAX_WARNINGS:
+        lines.append(f"incomplete input: {lost - MAX_WARNINGS} more such pods (not shown)")
+    if lost:
+        lines.append(
+            f"incomplete input: {len(coverage.incomplete_groups)} constraint group(s) are "
+            "counted without them: their results are incomplete"
+        )
+    if coverage.nothing_selected:
+        lines.append(f"selection: the policy selects no pod: {coverage.nothing_selected}")
+    elif coverage.missing_namespaces:
+        lines.append(
+            "selection: namespace(s) selected by name do not exist: "
+            + ", ".join(coverage.missing_namespaces)
+        )
+    for line in lines:
+        print(f"respread: warning: {printable(line)}", file=sys.stderr)
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:

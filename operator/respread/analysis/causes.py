@@ -228,7 +228,7 @@ def _nodes_lost(group: Group, facts: Facts) -> Attribution | None:
         return Attribution(
             Cause.NODE_LOSS,
             f"{len(lost)} pod(s) of {group.workload} are bound to node(s) {_named(nodes)}, which "
-            "the cluster's objects no longer hold",
+            "the input does not hold (deleted, or left out of the snapshot)",
         )
     space = facts.index.space(group.members.profile, group.index)
     key = group.constraint.key

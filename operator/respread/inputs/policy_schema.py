@@ -594,6 +594,10 @@ SCHEMA: dict[str, Any] = {
                             "fixable": {"type": "boolean"},
                             "fromDefaultConstraints": {"type": "boolean"},
                             "globalMinimum": {"type": "integer"},
+                            "incomplete": {
+                                "description": "Present and true when the group was counted without pods bound to nodes the scan does not know (condition InputComplete).",
+                                "type": "boolean",
+                            },
                             "maxSkew": {"type": "integer"},
                             "message": {"maxLength": 1024, "type": "string"},
                             "minDomains": {"type": "integer"},

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, Facts, PreviousScan, attribute
+from respread.analysis.coverage import Coverage, coverage_of
 from respread.analysis.groups import Analysis, Group
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -21,6 +22,7 @@ from respread.report.model import (
     CostExcluded,
     CostOrder,
     CostPatch,
+    CoverageSection,
     DeletionCostSection,
     Eviction,
     Planner,
@@ -37,6 +39,7 @@ from respread.report.model import (
     SurgeSection,
     SurgeSkipped,
     SurgeVictim,
+    UnknownNodePod,
     Violation,
 )
 from respread.report.text import where
@@ -60,6 +63,7 @@ def violation_entry(
     surge: SurgeReport | None = None,
     *,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    coverage: Coverage | None = None,
 ) -> Violation:
     g = outcome.group
     c = g.constraint
@@ -90,6 +94,7 @@ def violation_entry(
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
+        incomplete=coverage is not None and coverage.touches(g),
     )
 
 
@@ -263,6 +268,20 @@ def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSe
     )
 
 
+def coverage_section(coverage: Coverage) -> CoverageSection:
+    return CoverageSection(
+        pods_on_unknown_nodes=tuple(
+            UnknownNodePod(p.namespace, p.name, p.node_name or "")
+            for p in coverage.pods_on_unknown_nodes
+        ),
+        incomplete_groups=tuple(sorted(coverage.incomplete)),
+        pods_selected=coverage.pods_selected,
+        matching_pod_selector=coverage.evictable_by_selector,
+        missing_namespaces=coverage.missing_namespaces,
+        nothing_selected=coverage.nothing_selected,
+    )
+
+
 def _summary(analysis: Analysis, plan: Plan) -> Summary:
     state = analysis.index.state
     return Summary(
@@ -287,19 +306,22 @@ def build_report(
     *,
     surge: SurgeReport | None = None,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    coverage: Coverage | None = None,
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
     ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
-    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py).
+    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py);
+    ``coverage``, what the scan could not see and what the policy selects.
     """
     facts = Facts(analysis)
+    coverage = coverage if coverage is not None else coverage_of(analysis, policy)
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
         summary=_summary(analysis, plan),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, facts, policy, previous, surge, carried=carried)
+            violation_entry(o, facts, policy, previous, surge, carried=carried, coverage=coverage)
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
@@ -312,4 +334,5 @@ def build_report(
         ),
         deletion_cost=deletion_cost_section(costs),
         surge=surge_section(surge, policy),
+        coverage=coverage_section(coverage),
     )

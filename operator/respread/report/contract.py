@@ -23,6 +23,7 @@ from respread.report.model import (
     CostExcluded,
     CostOrder,
     CostPatch,
+    CoverageSection,
     DeletionCostSection,
     DeletionCostStatus,
     DomainPods,
@@ -113,6 +114,7 @@ def violation_json(v: Violation) -> Json:
         entry,
         domainsTruncated=v.domains_truncated,
         fromDefaultConstraints=v.from_default_constraints,
+        incomplete=v.incomplete,
     )
     entry["remedies"] = [_remedy(r) for r in v.remedies]
     entry["remedy"] = v.remedy.value if v.remedy is not None else None
@@ -243,6 +245,25 @@ def surge_json(section: SurgeSection) -> Json:
     }
 
 
+def coverage_json(c: CoverageSection) -> Json:
+    """What the scan saw: pods on nodes it lacks, the groups counted without them, the pods
+    the policy selects (and why none)."""
+    out: Json = {
+        "complete": c.complete,
+        "podsOnUnknownNodes": [
+            {"namespace": p.namespace, "pod": p.pod, "node": p.node}
+            for p in c.pods_on_unknown_nodes
+        ],
+        "incompleteGroups": [_ref(w) | {"topologyKey": key} for w, key in c.incomplete_groups],
+        "podsSelected": c.pods_selected,
+    }
+    if c.matching_pod_selector is not None:
+        out["podsMatchingPodSelector"] = c.matching_pod_selector
+    return _optional(
+        out, missingNamespaces=list(c.missing_namespaces), nothingSelected=c.nothing_selected
+    )
+
+
 def report_json(report: Report) -> Json:
     """The RebalanceReport (`respread plan -o json|yaml`)."""
     p = report.predicted
@@ -263,6 +284,7 @@ def report_json(report: Report) -> Json:
         },
         "deletionCost": deletion_cost_json(report.deletion_cost),
         "surge": surge_json(report.surge),
+        "coverage": coverage_json(report.coverage),
     }
 
 
@@ -328,6 +350,8 @@ def _status_violation(v: StatusViolation) -> Json:
     }
     if v.remedy is not None:
         entry["remedy"] = v.remedy.value
+    if v.incomplete:
+        entry["incomplete"] = True
     return entry
 
 

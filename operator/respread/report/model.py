@@ -96,6 +96,7 @@ class Violation:
     from_default_constraints: bool = False
     remedies: tuple[RemedyVerdict, ...] = ()
     remedy: Remedy | None = None
+    incomplete: bool = False  # counted without pods on nodes the state lacks
 
     @property
     def key(self) -> ViolationKey:
@@ -253,6 +254,31 @@ class SurgeSection:
 
 
 @dataclass(frozen=True, slots=True)
+class UnknownNodePod:
+    """A live pod bound to a node the scan does not know: left out of every count."""
+
+    namespace: str
+    pod: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageSection:
+    """What the scan saw of the cluster and of the policy's scope (analysis/coverage.py)."""
+
+    pods_on_unknown_nodes: tuple[UnknownNodePod, ...] = ()
+    incomplete_groups: tuple[tuple[WorkloadRef, str], ...] = ()  # (workload, topology key)
+    pods_selected: int = 0
+    matching_pod_selector: int | None = None  # None: the policy has no podSelector
+    missing_namespaces: tuple[str, ...] = ()
+    nothing_selected: str = ""  # why the policy selects no pod ("": it selects some)
+
+    @property
+    def complete(self) -> bool:
+        return not self.pods_on_unknown_nodes
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """The full RebalanceReport: unbounded lists (the CLI's output; the status bounds them)."""
 
@@ -266,6 +292,7 @@ class Report:
     predicted: Predicted
     deletion_cost: DeletionCostSection
     surge: SurgeSection
+    coverage: CoverageSection = CoverageSection()
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -275,6 +302,8 @@ class ConditionType(StrEnum):
     READY = "Ready"
     SCAN_SUCCEEDED = "ScanSucceeded"
     BALANCED = "Balanced"
+    INPUT_COMPLETE = "InputComplete"  # every live pod is on a node the scan knows
+    PODS_SELECTED = "PodsSelected"  # the policy's selection holds pods
 
 
 class ConditionStatus(StrEnum):
@@ -285,10 +314,11 @@ class ConditionStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """A condition as a scan decides it; the status adds its transition time."""
+    """A condition as a scan decides it; the status adds its transition time. ``status``
+    None: Unknown (a Balanced that incomplete input or an empty selection cannot vouch for)."""
 
     type: ConditionType
-    status: bool
+    status: bool | None
     reason: str
     message: str
 
@@ -368,6 +398,7 @@ class StatusViolation:
     fixable: bool
     message: str
     remedy: Remedy | None = None
+    incomplete: bool = False
 
 
 @dataclass(frozen=True, slots=True)

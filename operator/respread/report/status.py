@@ -24,6 +24,7 @@ from respread.report.model import (
     ConditionStatus,
     ConditionType,
     Cooldown,
+    CoverageSection,
     DeletionCostStatus,
     DomainPods,
     DomainsDigest,
@@ -77,6 +78,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
         fixable=v.fixable,
         message=_cap(v.message),
         remedy=v.remedy,
+        incomplete=v.incomplete,
     )
 
 
@@ -131,7 +133,13 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
 def _condition(
     c: Condition, now: str, generation: int, previous: Mapping[str, StatusCondition]
 ) -> StatusCondition:
-    status = ConditionStatus.TRUE if c.status else ConditionStatus.FALSE
+    status = (
+        ConditionStatus.UNKNOWN
+        if c.status is None
+        else ConditionStatus.TRUE
+        if c.status
+        else ConditionStatus.FALSE
+    )
     before = previous.get(c.type)
     since = now
     if before is not None and before.status is status:  # no transition
@@ -148,7 +156,6 @@ def _condition(
 
 def scan_conditions(report: Report) -> list[Condition]:
     s = report.summary
-    balanced = s.violations == 0
     return [
         Condition(ConditionType.READY, True, "Scanning", "the operator scans on schedule"),
         Condition(
@@ -157,15 +164,85 @@ def scan_conditions(report: Report) -> list[Condition]:
             "ScanCompleted",
             f"{s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups",
         ),
-        Condition(
-            ConditionType.BALANCED,
-            balanced,
-            "NoViolations" if balanced else "ViolationsFound",
-            "every workload within maxSkew"
-            if balanced
-            else f"{s.violations} violation(s), {s.unfixable} not fixable by eviction",
-        ),
+        _balanced(report),
+        _input_complete(report.coverage),
+        _pods_selected(report.coverage),
     ]
+
+
+def _balanced(report: Report) -> Condition:
+    """True only when the scan can vouch for it: nothing violated, every pod counted and the
+    policy selecting pods; Unknown when an empty selection or incomplete input leaves it open."""
+    s, c = report.summary, report.coverage
+    if s.violations:
+        return Condition(
+            ConditionType.BALANCED,
+            False,
+            "ViolationsFound",
+            f"{s.violations} violation(s), {s.unfixable} not fixable by eviction",
+        )
+    if c.nothing_selected:
+        return Condition(
+            ConditionType.BALANCED,
+            None,
+            "NothingSelected",
+            f"the policy selects no pod: {c.nothing_selected}",
+        )
+    if not c.complete:
+        return Condition(
+            ConditionType.BALANCED,
+            None,
+            "IncompleteInput",
+            f"no violation found, but {len(c.incomplete_groups)} constraint group(s) were "
+            f"counted without {len(c.pods_on_unknown_nodes)} pod(s) on nodes the scan does not "
+            "know",
+        )
+    return Condition(ConditionType.BALANCED, True, "NoViolations", "every workload within maxSkew")
+
+
+def _input_complete(c: CoverageSection) -> Condition:
+    if c.complete:
+        return Condition(
+            ConditionType.INPUT_COMPLETE,
+            True,
+            "AllPodsOnKnownNodes",
+            "every pod is on a node the scan knows",
+        )
+    shown = ", ".join(f"{p.namespace}/{p.pod} on {p.node}" for p in c.pods_on_unknown_nodes[:3])
+    more = len(c.pods_on_unknown_nodes) - 3
+    return Condition(
+        ConditionType.INPUT_COMPLETE,
+        False,
+        "PodsOnUnknownNodes",
+        f"{len(c.pods_on_unknown_nodes)} pod(s) bound to nodes the scan does not know ({shown}"
+        f"{f' and {more} more' if more > 0 else ''}), left out of the counts of "
+        f"{len(c.incomplete_groups)} constraint group(s)",
+    )
+
+
+def _pods_selected(c: CoverageSection) -> Condition:
+    if c.nothing_selected:
+        return Condition(ConditionType.PODS_SELECTED, False, "NothingSelected", c.nothing_selected)
+    if c.matching_pod_selector == 0:
+        return Condition(
+            ConditionType.PODS_SELECTED,
+            False,
+            "PodSelectorMatchesNothing",
+            f"spec.selector.podSelector matches none of the {c.pods_selected} pod(s) in the "
+            "selected namespaces: nothing may be evicted",
+        )
+    missing = ""
+    if c.missing_namespaces:
+        missing = (
+            "; namespace(s) selected by name (spec.selector.namespaces.include) do not exist: "
+            + ", ".join(c.missing_namespaces)
+        )
+    return Condition(
+        ConditionType.PODS_SELECTED,
+        True,
+        "PodsSelected",
+        f"{c.pods_selected} pod(s) in the selected namespaces{missing}",
+    )
 
 
 # ---- the status of a scan -----------------------------------------------------------------

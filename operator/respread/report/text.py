@@ -11,6 +11,7 @@ from respread.report.model import (
     TIER_NAMES,
     CostEntry,
     CostOrder,
+    CoverageSection,
     DeletionCostSection,
     Eviction,
     Report,
@@ -44,8 +45,9 @@ def render_text(report: Report) -> str:
         f"Scanned {s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups "
         f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
     ]
+    out.extend(coverage_text(report.coverage))
     if not report.violations:
-        out.append("No topology spread violations.")
+        out.extend(_all_clear(report.coverage))
     else:
         out.append(f"{s.violations} violation(s), {s.unfixable} not fixable by eviction.")
         for v in report.violations:
@@ -58,8 +60,61 @@ def render_text(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+UNKNOWN_SHOWN = 10  # pods on unknown nodes listed one by one
+
+
+def coverage_text(c: CoverageSection) -> list[str]:
+    """What the scan could not see, and a selection that holds nothing: never an all-clear."""
+    out = []
+    if c.nothing_selected:
+        out.append(f"The policy selects no pod: {c.nothing_selected}. Nothing was checked.")
+    if c.missing_namespaces and not c.nothing_selected:
+        out.append(
+            "Warning: namespace(s) selected by name do not exist: "
+            f"{', '.join(c.missing_namespaces)}."
+        )
+    if c.matching_pod_selector == 0 and not c.nothing_selected:
+        out.append(
+            f"Warning: spec.selector.podSelector matches none of the {c.pods_selected} pod(s) "
+            "in the selected namespaces: nothing may be evicted."
+        )
+    if c.complete:
+        return out
+    lost = c.pods_on_unknown_nodes
+    out.append(
+        f"Incomplete input: {len(lost)} pod(s) are bound to nodes the input does not hold, and "
+        "are left out of every count:"
+    )
+    out.extend(f"  {p.namespace}/{p.pod} on node {p.node}" for p in lost[:UNKNOWN_SHOWN])
+    if len(lost) > UNKNOWN_SHOWN:
+        out.append(f"  ... {len(lost)} pods in all")
+    groups = [f"{w.namespace}/{w.name} {key}" for w, key in c.incomplete_groups]
+    if groups:
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+        out.append(
+            f"  {len(groups)} constraint group(s) counted without them: "
+            f"{', '.join(groups[:5])}{more}"
+        )
+    return out
+
+
+def _all_clear(c: CoverageSection) -> list[str]:
+    """No violation found: said only as far as the scan can vouch for it."""
+    if c.nothing_selected:
+        return []  # coverage_text said it: nothing was checked
+    if c.complete:
+        return ["No topology spread violations."]
+    return [
+        "No topology spread violations in what the input holds; "
+        f"{len(c.incomplete_groups)} constraint group(s) were counted without some of their "
+        "pods (above)."
+    ]
+
+
 def _violation_text(v: Violation) -> list[str]:
     state = "fixable" if v.fixable else "NOT FIXABLE"
+    if v.incomplete:
+        state += ", counts incomplete"
     relation = ">" if v.skew > v.max_skew else "<="
     misplaced = f"{v.violating_pods} of {v.pods} pods misplaced"
     if v.pods_on_nodes_without_key:
