@@ -26,8 +26,9 @@ from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalanceP
 from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
+from respread.report.compact import render_compact
 from respread.report.contract import report_json
-from respread.report.model import CoverageSection
+from respread.report.model import CoverageSection, Report
 from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
@@ -311,8 +312,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
     warn_coverage(result.report.coverage, args.quiet)
     if args.output == "text":
         emit(None, args.output, render_text(result.report))
+    elif args.output == "compact":
+        emit(None, "text", render_compact(result.report))
     else:
         emit(report_json(result.report), args.output)
+    return plan_exit_code(result.report) if args.exit_code else 0
+
+
+EXIT_VIOLATIONS = 3  # plan --exit-code: violations found (2 is kept for errors)
+EXIT_NOT_CLEAR = 4  # plan --exit-code: none found, but the input was incomplete or empty
+
+
+def plan_exit_code(report: Report) -> int:
+    """`plan --exit-code`: 0 only for an all-clear the scan can vouch for."""
+    if report.violations:
+        return EXIT_VIOLATIONS
+    coverage = report.coverage
+    if coverage.nothing_selected or not coverage.complete:
+        return EXIT_NOT_CLEAR
     return 0
 
 
@@ -496,7 +513,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE",
         help="only this namespace's workloads (in place of the policy's namespaces)",
     )
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml", "compact"),
+        default="text",
+        help="text (default), json or yaml (the report contract), compact (a line per violation)",
+    )
+    p.add_argument(
+        "--exit-code",
+        action="store_true",
+        help=f"exit {EXIT_VIOLATIONS} when violations are found, {EXIT_NOT_CLEAR} when none are "
+        "but the input was incomplete or the policy selects no pod (2 stays for errors)",
+    )
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
     p.add_argument(

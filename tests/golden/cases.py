@@ -1,6 +1,6 @@
 """The golden cases: every bundled example and every conformance scenario, each planned under a
-few policies (the defaults, Enforce with the caps lifted, every remedy on) and explained for the
-pods a scenario singles out.
+few policies (the defaults, Enforce with the caps lifted, every remedy on), in the compact form
+with --exit-code under the defaults, and explained for the pods a scenario singles out.
 
 `python -m tests.golden.record` writes what today's code prints for each case under outputs/;
 test_golden_outputs.py requires the same bytes. A change that means to alter the output
@@ -76,6 +76,7 @@ def cases() -> list[Case]:
         base = ("plan", "--snapshot", str(cluster), "--now", NOW, "-q")
         out.append(Case(f"{name}.default", (*base, "-o", "json"), ".json"))
         out.append(Case(f"{name}.default", (*base, "-o", "text"), ".txt"))
+        out.append(Case(f"{name}.compact", (*base, "-o", "compact", "--exit-code"), ".txt"))
         for policy in policies:
             argv = (*base, "--policy", str(policy), "-o", "json")
             out.append(Case(f"{name}.{policy.stem}", argv, ".json"))

@@ -18,6 +18,7 @@ import yaml
 from respread.cli import main
 from tests.support.constants import NOW
 from tests.support.paths import REPO
+from tests.support.tables import cases
 
 EXAMPLE = REPO / "examples" / "zone-scale-down" / "cluster.yaml"
 
@@ -92,3 +93,70 @@ def test_a_namespace_that_does_not_exist_is_no_all_clear(
         "The policy selects no pod: the namespace(s) selected by name (shopp) do not exist" in out
     )
     assert "respread: warning: selection: the policy selects no pod" in err
+
+
+BALANCED = REPO / "tests" / "scenarios" / "conformance" / "descheduler"
+PARTIAL = REPO / "tests" / "golden" / "clusters" / "partial-node-missing.yaml"
+
+
+@cases(
+    ("argv", "code"),
+    [
+        ("violations found", ["--snapshot", str(EXAMPLE)], 3),
+        (
+            "none found",
+            ["--snapshot", str(BALANCED / "01-two-domains-2-1-balanced" / "cluster.yaml")],
+            0,
+        ),
+        ("none found, but the policy selects no pod", ["--snapshot", str(EXAMPLE), "-n", "x"], 4),
+        ("a bad input stays an error", ["--snapshot", str(REPO / "nosuch.yaml")], 2),
+    ],
+)
+def test_exit_code(capsys: pytest.CaptureFixture[str], argv: list[str], code: int) -> None:
+    assert run(capsys, "plan", *argv, "--now", NOW, "-q", "--exit-code")[0] == code
+    assert run(capsys, "plan", *argv, "--now", NOW, "-q")[0] == (2 if code == 2 else 0)
+
+
+def test_exit_code_without_violations_on_an_incomplete_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nothing violated in what the snapshot holds, but a pod's node is missing: exit 4."""
+    balanced = BALANCED / "01-two-domains-2-1-balanced" / "cluster.yaml"
+    docs = [d for d in yaml.safe_load_all(balanced.read_text()) if d]
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    pods[0]["spec"]["nodeName"] = "gone"
+    path = tmp_path / "partial.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    code, out, _ = run(capsys, "plan", "--snapshot", str(path), "-q", "--exit-code")
+    assert code == 4
+    assert "No topology spread violations in what the input holds" in out
+
+
+def test_compact_is_a_line_per_violation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--snapshot", str(PARTIAL), "--now", NOW, "-o", "compact")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "NAMESPACE", "WORKLOAD", "TOPOLOGY", "KEY", "SKEW", "MAXSKEW", "MISPLACED", "VERDICT",
+        "CAUSE", "WOULD", "EVICT", "LATER",
+    ]  # fmt: skip
+    assert lines[1].split() == [
+        "shop", "Deployment/web", "topology.kubernetes.io/zone", "4", "1", "4/5", "fixable*",
+        "NodeLoss", "1", "1",
+    ]  # fmt: skip
+    assert lines[2].startswith("Incomplete input: 1 pod(s)")
+
+
+def test_offline_plans_say_would_whatever_the_mode(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "enforce.yaml"
+    policy.write_text(
+        "apiVersion: respread.io/v1alpha1\nkind: RebalancePolicy\nmetadata: {name: p}\n"
+        "spec: {mode: Enforce}\n"
+    )
+    _, out, _ = run(
+        capsys, "plan", "--snapshot", str(EXAMPLE), "--policy", str(policy), "--now", NOW
+    )
+    assert "Would evict 1 pod(s), in this order (mode Enforce: the operator evicts them" in out
+    assert "Evicting" not in out

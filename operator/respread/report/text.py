@@ -154,8 +154,12 @@ def _domain_rows(v: Violation) -> list[list[str]]:
 def _plan_text(report: Report) -> list[str]:
     out = []
     if report.evictions:
-        verb = "Would evict" if report.policy.mode is Mode.DRY_RUN else "Evicting"
-        out.append(f"{verb} {len(report.evictions)} pod(s), in this order:")
+        # The text is `respread plan`'s, which never evicts, whatever the policy's mode.
+        enforce = report.policy.mode is Mode.ENFORCE
+        note = " (mode Enforce: the operator evicts them; respread plan evicts nothing)"
+        out.append(
+            f"Would evict {len(report.evictions)} pod(s), in this order{note if enforce else ''}:"
+        )
         out.extend(
             _table(
                 [["#", "POD", "NODE", "FROM", "TO", "PREDICTED NODE"]]
@@ -210,15 +214,15 @@ def _skipped_rows(skipped: Iterable[Skipped]) -> list[list[str]]:
 def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     if not (section.enabled or section.operations):
         return []
-    verb = "Would surge" if mode is Mode.DRY_RUN else "Surging"
+    note = " (mode Enforce: the operator makes it)" if mode is Mode.ENFORCE else ""
     out = [""]
     if not section.plans:
         out.append("No surge move planned.")
     for p in section.plans:
         w = p.workload
         out.append(
-            f"{verb} {w.namespace}/{w.name} (Deployment) "
-            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas:"
+            f"Would surge {w.namespace}/{w.name} (Deployment) "
+            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas{note}:"
         )
         out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
     for sk in section.skipped:
