@@ -185,3 +185,14 @@ def test_names_are_printed_escaped() -> None:
     text = render_policy(policy, None)
     assert "\x1b" not in text and "\x07" not in text
     assert "web\\x1b[31m on n\\x07" in text
+
+
+def test_evictions_since_the_policy_was_created_and_the_next_one_due() -> None:
+    status = {"lastScanTime": "2030-01-01T00:00:00Z", "summary": {"evicted": 0}}
+    policy = {"metadata": {"name": "p"}, "status": status}
+    assert "Evictions:" not in render_policy(policy, None)
+    status |= {"evictedTotal": 4, "nextEvictionTime": "2030-01-01T00:10:00Z"}
+    assert (
+        "  Evictions: 4 since the policy was created; the next is due at 2030-01-01T00:10:00Z"
+        in render_policy(policy, None)
+    )

@@ -479,7 +479,17 @@ SCHEMA: dict[str, Any] = {
                     },
                     "type": "object",
                 },
+                "evictedTotal": {
+                    "description": "Evictions performed since the policy was created (each scan adds its own; summary.evicted holds the last scan's).",
+                    "minimum": 0,
+                    "type": "integer",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
+                "nextEvictionTime": {
+                    "description": "When the first eviction left for later by the cooldown or a back-off is due; absent when none waits for one.",
+                    "format": "date-time",
+                    "type": "string",
+                },
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "plan": {
                     "description": "The evictions of the last scan, in order, then those left for later.",

@@ -76,6 +76,15 @@ def _summary(summary: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
+def _evictions(status: Mapping[str, Any]) -> list[str]:
+    """Evictions since the policy was created, and when the next held-back one is due."""
+    total, due = status.get("evictedTotal"), status.get("nextEvictionTime")
+    if total is None and due is None:
+        return []
+    line = f"  Evictions: {_s(total or 0)} since the policy was created"
+    return [line + (f"; the next is due at {_s(due)} (cooldown or back-off)" if due else "")]
+
+
 def _conditions(status: Mapping[str, Any]) -> str:
     parts = []
     for c in _entries(status.get("conditions")):
@@ -146,6 +155,7 @@ def render_policy(policy: Mapping[str, Any], namespace: str | None) -> str:
     lines = [
         f"Policy {name} ({mode}), last scan {_s(status['lastScanTime'])}",
         f"  Summary: {_summary(_mapping(status.get('summary')))}",
+        *_evictions(status),
         f"  Conditions: {_conditions(status)}",
         *_section("Violations", violations, status.get("violationsTotal"), narrowed, _violation),
         *_section("Plan", plan, status.get("planTotal"), narrowed, _step),

@@ -427,7 +427,10 @@ def status_json(status: Status) -> Json:
         "violationsTotal": status.violations_total,
         "plan": [_step(x) for x in status.plan],
         "planTotal": status.plan_total,
+        "evictedTotal": status.evicted_total,
     }
+    if status.next_eviction_time is not None:
+        out["nextEvictionTime"] = status.next_eviction_time
     if status.cooldowns is not None:
         out["cooldowns"] = [cooldown_json(x) for x in status.cooldowns]
     if status.surges:
@@ -441,7 +444,7 @@ def status_json(status: Status) -> Json:
 # then remove them, or the last value written would stay for good. (The other fields are
 # always written: the lists as `[]` when empty. `summary` and `deletionCost` are objects that a
 # merge patch merges key by key: every one of their keys is always written.)
-CLEARED_WHEN_ABSENT = ("surges", "deletionCost")
+CLEARED_WHEN_ABSENT = ("surges", "deletionCost", "nextEvictionTime")
 
 
 def status_patch(status: Status) -> Json:

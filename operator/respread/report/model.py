@@ -497,6 +497,8 @@ class Status:
     cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
     surges: tuple[SurgeDigest, ...] = ()
     deletion_cost: DeletionCostStatus | None = None
+    evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
+    next_eviction_time: str | None = None  # the earliest a held-back eviction is due
 
 
 @dataclass(frozen=True, slots=True)

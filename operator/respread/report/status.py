@@ -266,6 +266,7 @@ def build_status(
     seen = stored.first_seen(previous)
     before = stored.conditions(previous)
     steps = _plan(report, executions)
+    summary = _summary(report, executions)
     return Status(
         observed_generation=policy.generation,
         last_scan_time=now,
@@ -273,7 +274,7 @@ def build_status(
             _condition(c, now, policy.generation, before)
             for c in (conditions if conditions is not None else scan_conditions(report))
         ),
-        summary=_summary(report, executions),
+        summary=summary,
         violations=tuple(_violation(v, seen.get(v.key, now)) for v in report.violations[:limit]),
         violations_total=len(report.violations),
         plan=tuple(steps[:limit]),
@@ -281,7 +282,30 @@ def build_status(
         cooldowns=tuple(cooldowns) if cooldowns is not None else None,
         surges=tuple(surge_digest(report)[:limit]),
         deletion_cost=deletion_cost,
+        evicted_total=stored.evicted_total(previous) + summary.evicted,
+        next_eviction_time=next_eviction(report, cooldowns or (), policy.eviction.cooldown, now),
     )
+
+
+def next_eviction(
+    report: Report, cooldowns: Sequence[Cooldown], cooldown: float, now: str
+) -> str | None:
+    """When the first eviction left for later by a cooldown or a back-off is due: the earliest,
+    over the workloads with deferred evictions, of the end of their cooldown (or back-off).
+    None when no deferred eviction waits for one."""
+    waiting = {e.workload for e in report.deferred}
+    start = stored.parse_time(now)
+    due = []
+    for c in cooldowns:
+        if c.workload not in waiting:
+            continue
+        last = stored.parse_time(c.last_eviction_time)
+        until = [last + cooldown] if last is not None else []
+        backoff = stored.parse_time(c.backoff_until)
+        until += [backoff] if backoff is not None else []
+        if until and (start is None or max(until) > start):
+            due.append(max(until))
+    return format_rfc3339(min(due)) if due else None
 
 
 def surge_digest(report: Report) -> list[SurgeDigest]:

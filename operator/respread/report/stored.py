@@ -95,6 +95,11 @@ def scanned_generation(status: Stored | None) -> int | None:
     return value if _is_int(value) else None
 
 
+def evicted_total(status: Stored | None) -> int:
+    """The evictions the stored status says the policy has made since it was created."""
+    return _count((status or {}).get("evictedTotal"))
+
+
 def scan_failing(status: Stored | None) -> bool:
     """Whether the stored status says the last scan failed."""
     c = conditions(status).get(ConditionType.SCAN_SUCCEEDED)
