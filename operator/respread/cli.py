@@ -15,7 +15,6 @@ from typing import Any, NoReturn
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.core.quantity import QuantityError, units
@@ -27,9 +26,10 @@ from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
 from respread.report.compact import render_compact
-from respread.report.contract import report_json
+from respread.report.contract import move_json, report_json
 from respread.report.model import CoverageSection, Report
-from respread.report.text import render_text
+from respread.report.move import Context, would_move
+from respread.report.text import move_text, render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -288,16 +288,8 @@ def _deleting(body: dict[str, Any]) -> bool:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    named = args.policy_name
-    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
-        _fail(
-            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
-            " without --snapshot or --policy"
-        )
-    scope = Scope(read_policy(args.policy))
+    scope = plan_scope(args)
     now = parse_now(args.now)
-    if named is not None:
-        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
     scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
     loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
@@ -386,18 +378,45 @@ def explanation_text(ex: Explanation) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
+    scope = plan_scope(args)
     namespace, name = args.pod.split("/")
     loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
         _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
-    index = build_index(loaded.state, policy)
-    ex = explain_pod(index, pod)
-    emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
+    now = parse_now(args.now)
+    # The plan's own scan, so that the answer is the plan's: the same policy, memory and now.
+    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    ex = explain_pod(result.analysis.index, pod)
+    context = Context(
+        result.analysis,
+        result.plan,
+        scope.policy,
+        now,
+        result.memory.evictions.last_eviction,
+        result.held,
+    )
+    answer = would_move(pod, context, ex) if pod.node_name is not None else None
+    data = explanation_dict(ex) | ({"move": move_json(answer)} if answer is not None else {})
+    text = explanation_text(ex) + (move_text(answer) if answer is not None else "")
+    emit(data, args.output, text if args.output == "text" else None)
     return 0
+
+
+def plan_scope(args: argparse.Namespace) -> Scope:
+    """The policy, the other policies and the memory a scan runs with: --policy (or the
+    defaults), or with --policy-name the live policy as the operator scans it."""
+    named = args.policy_name
+    if named is None:
+        return Scope(read_policy(args.policy))
+    if args.kubeconfig is None or args.snapshot or args.policy:
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    return live_scope(args.kubeconfig, args.context, named, args.quiet)
 
 
 def load_input(args: argparse.Namespace) -> LoadResult:
@@ -537,7 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_plan)
 
-    e = sub.add_parser("explain", help="show how the scheduler judges one pod on every node")
+    e = sub.add_parser(
+        "explain",
+        help="show how the scheduler judges one pod on every node, and whether respread would "
+        "move it",
+    )
     e.add_argument(
         "--snapshot",
         action="append",
@@ -546,7 +569,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
     e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
-    e.add_argument("--policy", metavar="FILE")
+    e.add_argument(
+        "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
+    )
+    e.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: answer as the operator would for RebalancePolicy NAME",
+    )
+    e.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")

@@ -121,6 +121,7 @@ class Scan:
     report: Report
     changes: Changes  # violations found and resolved since the memory's scan
     memory: Memory  # for the next scan
+    held: Mapping[WorkloadRef, str] = field(default_factory=dict)  # workloads held back, why
 
 
 def scan(
@@ -181,9 +182,8 @@ def _scan(
         selected=not covered.nothing_selected,
         complete=not covered.pods_on_unknown_nodes,
     )
-    return Scan(
-        analysis, chosen, surge, costs, report, _changes(report, analysis, policy, memory), after
-    )
+    changed = _changes(report, analysis, policy, memory)
+    return Scan(analysis, chosen, surge, costs, report, changed, after, held)
 
 
 def _changes(

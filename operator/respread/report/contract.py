@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
@@ -43,6 +44,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from respread.report.move import MoveAnswer
 
 Json = dict[str, Any]
 
@@ -286,6 +288,21 @@ def report_json(report: Report) -> Json:
         "surge": surge_json(report.surge),
         "coverage": coverage_json(report.coverage),
     }
+
+
+def move_json(answer: MoveAnswer) -> Json:
+    """`respread explain`'s `move`: whether the plan moves the pod, and every reason not now."""
+    out: Json = {"verdict": answer.verdict.value}
+    if answer.step is not None:
+        out["step"] = answer.step
+    if answer.predicted_node is not None:
+        out["predictedNode"] = answer.predicted_node
+    out["reasons"] = [
+        {"kind": r.kind.value, "reason": r.text}
+        | ({"until": format_rfc3339(r.until)} if r.until is not None else {})
+        for r in answer.reasons
+    ]
+    return out
 
 
 # ---- the status ---------------------------------------------------------------------------

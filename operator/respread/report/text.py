@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
@@ -19,6 +20,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from respread.report.move import MoveAnswer, Verdict
 from respread.scheduling.controller import Tier
 
 ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
@@ -297,3 +299,24 @@ def _cost_row(i: int, e: CostEntry) -> list[str]:
     if e.tier is not Tier.READY:
         within += f" ({TIER_NAMES[e.tier]}: goes first whatever its cost)"
     return [str(i), e.pod, e.node or "-", where(e.domains), cost, within]
+
+
+VERDICTS = {
+    Verdict.NOW: "Yes: this run would evict it",
+    Verdict.LATER: "Later: a later run would evict it",
+    Verdict.NO: "No",
+}
+
+
+def move_text(answer: MoveAnswer) -> str:
+    """`respread explain`'s answer to "would respread move it?", with every reason."""
+    head = VERDICTS[answer.verdict]
+    if answer.step is not None:
+        head += f" (step {answer.step} of the plan)"
+    if answer.predicted_node is not None:
+        head += f"; its replacement is predicted on {answer.predicted_node}"
+    out = ["", f"Would respread move it? {head}."]
+    for r in answer.reasons:
+        when = f" (until {format_rfc3339(r.until)})" if r.until is not None else ""
+        out.append(f"  - {r.kind.value}: {r.text}{when}")
+    return "\n".join(out) + "\n"
