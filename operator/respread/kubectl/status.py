@@ -14,11 +14,19 @@ from typing import Any
 
 from respread.core.limits import printable
 
+VERDICTS = {
+    "Fixable": "fixable",
+    "Waiting": "waiting for holds to lift",
+    "PartlyFixable": "partly fixable by eviction",
+    "NotFixable": "not fixable by eviction",
+}
 SUMMARY_FIELDS = (
     ("nodes", "nodes"),
     ("pods", "pods"),
     ("constraintGroups", "constraint groups"),
     ("violations", "violations"),
+    ("waiting", "waiting"),
+    ("partlyFixable", "partly fixable"),
     ("unfixable", "unfixable"),
     ("plannedEvictions", "planned evictions"),
     ("deferredEvictions", "deferred"),
@@ -107,7 +115,12 @@ def _domains(v: Mapping[str, Any]) -> str:
 
 
 def _violation(v: Mapping[str, Any]) -> str:
-    fix = "fixable" if v.get("fixable") else f"not fixable by eviction: {_s(v.get('remedy', '?'))}"
+    verdict = v.get("verdict")
+    fix = (VERDICTS.get(verdict, "") if isinstance(verdict, str) else "") or (
+        "fixable" if v.get("fixable") else "not fixable by eviction"
+    )
+    if not v.get("fixable") and v.get("remedy"):
+        fix += f" (remedy {_s(v['remedy'])})"
     return (
         f"    {_workload(v)}  {_s(v.get('topologyKey', '?'))}: skew {_s(v.get('skew'))} > maxSkew"
         f" {_s(v.get('maxSkew'))} ({_domains(v)}); cause {_s(v.get('cause', '?'))}; {fix}"

@@ -6,6 +6,7 @@ at a terminal, report/status.py as the policy's bounded status.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, Facts, PreviousScan, attribute
@@ -16,7 +17,7 @@ from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
-from respread.remedies.evict.steps import SkipKind
+from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.plan import InFlight, SurgePlan, SurgeReport, SurgeSkip
 from respread.report.model import (
     CostEntry,
@@ -86,7 +87,7 @@ def violation_entry(
         pods_on_nodes_without_key=g.unresolvable,
         pods_outside_domains=g.outside,
         minimum_moves=g.minimum_moves,
-        fixable=outcome.fixable,
+        verdict=outcome.verdict,
         violating_pods_after_run=outcome.violating_after_run,
         cause=why.cause,
         cause_message=why.message,
@@ -96,6 +97,7 @@ def violation_entry(
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
         incomplete=coverage is not None and coverage.touches(g),
+        waiting_for=outcome.waiting_for,
     )
 
 
@@ -285,16 +287,19 @@ def coverage_section(coverage: Coverage) -> CoverageSection:
 
 def _summary(analysis: Analysis, plan: Plan) -> Summary:
     state = analysis.index.state
+    verdicts = Counter(o.verdict for o in plan.outcomes)
     return Summary(
         nodes=len(state.nodes),
         pods=len(state.pods),
         constraint_groups=len(analysis.groups),
         violations=len(plan.outcomes),
-        unfixable=sum(1 for o in plan.outcomes if not o.fixable),
+        unfixable=verdicts[Verdict.NOT_FIXABLE],
         planned_evictions=len(plan.moves),
         deferred_evictions=len(plan.deferred),
         blocked=sum(1 for s in plan.skipped if s.kind is SkipKind.BLOCKED),
         skipped=len(plan.skipped),
+        waiting=verdicts[Verdict.WAITING],
+        partly_fixable=verdicts[Verdict.PARTLY_FIXABLE],
     )
 
 

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+from respread.remedies.evict.steps import Verdict
 from respread.report.model import Report, Violation
 from respread.report.text import coverage_text
 
+VERDICTS = {
+    Verdict.FIXABLE: "fixable",
+    Verdict.WAITING: "waiting",
+    Verdict.PARTLY_FIXABLE: "partly-fixable",
+    Verdict.NOT_FIXABLE: "not-fixable",
+}
+
 
 def _verdict(v: Violation) -> str:
-    verdict = "fixable" if v.fixable else "not-fixable"
-    return verdict + ("*" if v.incomplete else "")
+    return VERDICTS[v.verdict] + ("*" if v.incomplete else "")
 
 
 def _row(

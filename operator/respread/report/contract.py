@@ -77,6 +77,8 @@ def _summary(s: Summary) -> Json:
         "deferredEvictions": s.deferred_evictions,
         "blocked": s.blocked,
         "skipped": s.skipped,
+        "waiting": s.waiting,
+        "partlyFixable": s.partly_fixable,
     }
 
 
@@ -107,6 +109,7 @@ def violation_json(v: Violation) -> Json:
         "podsOutsideDomains": v.pods_outside_domains,
         "minimumMoves": v.minimum_moves,
         "fixable": v.fixable,
+        "verdict": v.verdict.value,
         "violatingPodsAfterRun": v.violating_pods_after_run,
         "cause": v.cause.value,
         "causeMessage": v.cause_message,
@@ -117,6 +120,7 @@ def violation_json(v: Violation) -> Json:
         domainsTruncated=v.domains_truncated,
         fromDefaultConstraints=v.from_default_constraints,
         incomplete=v.incomplete,
+        waitingFor=v.waiting_for,
     )
     entry["remedies"] = [_remedy(r) for r in v.remedies]
     entry["remedy"] = v.remedy.value if v.remedy is not None else None
@@ -333,6 +337,8 @@ def _status_summary(s: StatusSummary) -> Json:
         "skipped": s.skipped,
         "evicted": s.evicted,
         "failed": s.failed,
+        "waiting": s.waiting,
+        "partlyFixable": s.partly_fixable,
     }
 
 
@@ -363,6 +369,7 @@ def _status_violation(v: StatusViolation) -> Json:
         "causeMessage": v.cause_message,
         "since": v.since,
         "fixable": v.fixable,
+        "verdict": v.verdict.value,
         "message": v.message,
     }
     if v.remedy is not None:

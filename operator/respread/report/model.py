@@ -18,7 +18,7 @@ from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import OrderState
-from respread.remedies.evict.steps import SkipKind
+from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.plan import ActionKind, Phase
 from respread.scheduling.controller import Tier
 
@@ -58,11 +58,13 @@ class Summary:
     pods: int
     constraint_groups: int
     violations: int
-    unfixable: int
+    unfixable: int  # verdict NotFixable
     planned_evictions: int
     deferred_evictions: int
     blocked: int
     skipped: int
+    waiting: int = 0  # verdict Waiting
+    partly_fixable: int = 0  # verdict PartlyFixable
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,7 @@ class Violation:
     pods_on_nodes_without_key: int
     pods_outside_domains: int
     minimum_moves: int | None
-    fixable: bool
+    verdict: Verdict
     violating_pods_after_run: int
     cause: Cause
     cause_message: str
@@ -97,6 +99,11 @@ class Violation:
     remedies: tuple[RemedyVerdict, ...] = ()
     remedy: Remedy | None = None
     incomplete: bool = False  # counted without pods on nodes the state lacks
+    waiting_for: str = ""  # verdict Waiting: the holds whose lifting lets eviction fix it
+
+    @property
+    def fixable(self) -> bool:
+        return self.verdict is Verdict.FIXABLE
 
     @property
     def key(self) -> ViolationKey:
@@ -366,6 +373,8 @@ class StatusSummary:
     skipped: int
     evicted: int
     failed: int
+    waiting: int = 0
+    partly_fixable: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,10 +404,14 @@ class StatusViolation:
     cause: Cause
     cause_message: str
     since: str
-    fixable: bool
+    verdict: Verdict
     message: str
     remedy: Remedy | None = None
     incomplete: bool = False
+
+    @property
+    def fixable(self) -> bool:
+        return self.verdict is Verdict.FIXABLE
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,7 +134,8 @@ def _budget(pod: Pod, ctx: Context, _: Explanation) -> list[Reason]:
     ledger = BudgetLedger(ctx.analysis.index.state.budgets)
     check = ledger.check(pod)
     if check.verdict is BudgetVerdict.BLOCKED:
-        return [Reason(ReasonKind.BUDGET, check.reason)]
+        lifts = f", {check.lifts_when}" if check.lifts_when else ""
+        return [Reason(ReasonKind.BUDGET, check.reason + lifts)]
     for m in ctx.plan.moves:
         if m.pod is not pod:
             ledger.consume(m.pod)

@@ -43,6 +43,7 @@ from respread.report.model import (
     Violation,
     WorkloadHistory,
 )
+from respread.report.text import verdicts_text
 
 MESSAGE_LIMIT = 1024
 COOLDOWNS_LIMIT = 500  # status.cooldowns entries (the CRD's maxItems), most recent first
@@ -75,7 +76,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
         cause=v.cause,
         cause_message=_cap(v.cause_message),
         since=since,
-        fixable=v.fixable,
+        verdict=v.verdict,
         message=_cap(v.message),
         remedy=v.remedy,
         incomplete=v.incomplete,
@@ -124,6 +125,8 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
         skipped=s.skipped,
         evicted=states.count(StepStatus.EVICTED),
         failed=states.count(StepStatus.FAILED),
+        waiting=s.waiting,
+        partly_fixable=s.partly_fixable,
     )
 
 
@@ -179,7 +182,7 @@ def _balanced(report: Report) -> Condition:
             ConditionType.BALANCED,
             False,
             "ViolationsFound",
-            f"{s.violations} violation(s), {s.unfixable} not fixable by eviction",
+            verdicts_text(s),
         )
     if c.nothing_selected:
         return Condition(

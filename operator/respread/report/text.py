@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from respread.core.limits import few_named
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
-from respread.remedies.choose import RemedyVerdict
+from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.remedies.evict.steps import Verdict as GroupVerdict  # move.Verdict: Now/Later/No
 from respread.report.model import (
     TIER_NAMES,
     CostEntry,
@@ -18,6 +19,7 @@ from respread.report.model import (
     Eviction,
     Report,
     Skipped,
+    Summary,
     SurgeSection,
     Violation,
 )
@@ -52,7 +54,7 @@ def render_text(report: Report) -> str:
     if not report.violations:
         out.extend(_all_clear(report.coverage))
     else:
-        out.append(f"{s.violations} violation(s), {s.unfixable} not fixable by eviction.")
+        out.append(verdicts_text(s) + ".")
         for v in report.violations:
             out.append("")
             out.extend(_violation_text(v))
@@ -114,8 +116,28 @@ def _all_clear(c: CoverageSection) -> list[str]:
     ]
 
 
+def verdicts_text(s: Summary) -> str:
+    """'3 violation(s): 1 fixable by eviction, 2 waiting for holds to lift' (the verdicts)."""
+    fixable = s.violations - s.unfixable - s.waiting - s.partly_fixable
+    counts = (
+        (fixable, "fixable by eviction"),
+        (s.waiting, "waiting for holds to lift"),
+        (s.partly_fixable, "partly fixable by eviction"),
+        (s.unfixable, "not fixable by eviction"),
+    )
+    return f"{s.violations} violation(s): " + ", ".join(f"{n} {w}" for n, w in counts if n)
+
+
+VERDICT_TEXT = {
+    GroupVerdict.FIXABLE: "fixable",
+    GroupVerdict.WAITING: "WAITING",
+    GroupVerdict.PARTLY_FIXABLE: "PARTLY FIXABLE",
+    GroupVerdict.NOT_FIXABLE: "NOT FIXABLE",
+}
+
+
 def _violation_text(v: Violation) -> list[str]:
-    state = "fixable" if v.fixable else "NOT FIXABLE"
+    state = VERDICT_TEXT[v.verdict]
     if v.incomplete:
         state += ", counts incomplete"
     relation = ">" if v.skew > v.max_skew else "<="
@@ -240,16 +262,21 @@ def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     return out
 
 
-def _remedy_state(r: RemedyVerdict, chosen: bool) -> str:
+def _remedy_state(r: RemedyVerdict, chosen: bool, verdict: GroupVerdict) -> str:
     if chosen:
         return "chosen"
+    if r.remedy is Remedy.EVICT and verdict is GroupVerdict.WAITING:
+        return "waiting" if r.enabled else "waiting, not enabled"
     if not r.enabled:
         return "applies, not enabled" if r.applies else "not enabled"
     return "applies" if r.applies else "does not apply"
 
 
 def remedies_text(v: Violation) -> str:
-    parts = [f"{r.remedy.value} ({_remedy_state(r, r.remedy is v.remedy)})" for r in v.remedies]
+    parts = [
+        f"{r.remedy.value} ({_remedy_state(r, r.remedy is v.remedy, v.verdict)})"
+        for r in v.remedies
+    ]
     return ", ".join(parts) + ("" if v.remedy is not None else "; none chosen")
 
 

@@ -165,5 +165,5 @@ def test_no_landing_is_a_reason() -> None:
     got = answer(state(nodes, pods), "web-a0")
     assert got.verdict is Verdict.NO
     assert [r.text for r in got.reasons if r.kind is ReasonKind.NO_LANDING] == [
-        "no node would take the replacement (2 topology spread)"
+        "no node would take the replacement (topology spread: 2 node(s))"
     ]
