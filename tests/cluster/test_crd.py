@@ -625,7 +625,7 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
         "summary": {
             "nodes": 6, "pods": 9, "constraintGroups": 2, "violations": 1, "unfixable": 0,
             "plannedEvictions": 1, "deferredEvictions": 1, "blocked": 0, "skipped": 2,
-            "evicted": 1, "failed": 0,
+            "evicted": 1, "failed": 0, "waiting": 0, "partlyFixable": 0,
         },
         "violationsTotal": 1,
         "planTotal": 2,
@@ -642,7 +642,8 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
             "pods": 6, "violatingPods": 4, "minimumMoves": None, "violatingPodsAfterRun": 2,
             "fromDefaultConstraints": True,
             "cause": "ScaleDown", "causeMessage": "web scaled from 9 to 6 replicas",
-            "since": ts, "fixable": True, "remedy": "Evict", "incomplete": True,
+            "since": ts, "fixable": True, "verdict": "Fixable", "remedy": "Evict",
+            "incomplete": True,
             "message": "fixable by eviction (2 moves)",
         }],
         "plan": [
@@ -691,6 +692,10 @@ BAD_STATUSES: dict[str, tuple[dict[str, Any], str]] = {
     "violation-remedy-bogus": (
         {"violations": [{"remedy": "Teleport"}]},
         "status.violations[0].remedy",
+    ),
+    "violation-verdict-bogus": (
+        {"violations": [{"verdict": "Maybe"}]},
+        "status.violations[0].verdict",
     ),
     "message-too-long": ({"violations": [{"message": "x" * 1025}]}, "status.violations[0].message"),
     "scan-time-not-a-time": ({"lastScanTime": "yesterday"}, "status.lastScanTime"),
