@@ -131,6 +131,8 @@ class App:
         finally:
             if task is not None:
                 self.running.discard(task)
+            if name not in self.policies:  # deleted while it ran: what it exported goes too
+                metrics.forget_policy(name)
 
     def others(self, name: str) -> list[RebalancePolicy]:
         """The other policies that are not being deleted (one may keep a cost this one wrote)."""
@@ -185,7 +187,7 @@ class App:
         self.memories.pop(name, None)
         self.statuses.pop(name, None)
         self.lifecycles.pop(name, None)
-        metrics.forget(name)
+        metrics.forget_policy(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)
 
