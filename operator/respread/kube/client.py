@@ -70,6 +70,9 @@ class Timeouts:
     read: float = 30.0
 
 
+DEFAULT_TIMEOUTS = Timeouts()
+
+
 class Deadline:
     """When the work in progress must be done (monotonic seconds); None: no deadline. It binds
     the requests made in its context (`within`) until it is closed: a task started from that
