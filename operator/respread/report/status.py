@@ -239,9 +239,14 @@ def surge_digest(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def failed_scan_status(
-    policy: RebalancePolicy, now: str, error: str, previous: Mapping[str, Any] | None = None
+    policy: RebalancePolicy,
+    now: str,
+    error: str,
+    previous: Mapping[str, Any] | None = None,
+    extra: Sequence[Condition] = (),
 ) -> dict[str, Any]:
-    """A patch reporting a failed scan; the last good report stays in place."""
+    """A patch reporting a failed scan; the last good report stays in place. `extra`: other
+    conditions this failure sets (report/health.py)."""
     previous = previous or {}
     previous_conditions = {
         c["type"]: c
@@ -251,8 +256,10 @@ def failed_scan_status(
     conditions = [
         Condition("Ready", True, "Scanning", "the operator is running; the last scan failed"),
         Condition("ScanSucceeded", False, "ScanFailed", error),
+        *extra,
     ]
-    kept = [dict(c) for t, c in previous_conditions.items() if t not in ("Ready", "ScanSucceeded")]
+    written = {c.type for c in conditions}
+    kept = [dict(c) for t, c in previous_conditions.items() if t not in written]
     return {
         "observedGeneration": policy.generation,
         "conditions": [

@@ -48,6 +48,17 @@ log = logging.getLogger(__name__)
 ENFORCEMENT = asyncio.Lock()
 
 
+@dataclass(frozen=True, slots=True)
+class Safety:
+    """What keeps a scan from acting on stale state: its guard (deadline, pauses, watches, plan
+    age, leadership), the freshness proof (None: the cache is taken as current) and the
+    eviction ledger (None: the policy's own cooldowns only)."""
+
+    guard: ScanGuard
+    freshness: Freshness | None = None
+    ledger: Ledger | None = None
+
+
 @dataclass
 class Enforcing:
     """What a scan's evictions work with."""

@@ -14,11 +14,10 @@ from kubernetes import client
 
 from respread.analysis.groups import Analysis, WorkloadRef, analyze, workload_of
 from respread.core.collector import gc_paused
-from respread.core.model import ClusterState, Pod
+from respread.core.model import ClusterState
 from respread.inputs.policy import Mode, RebalancePolicy
-from respread.kube.client import KubeError
-from respread.kube.evictions import Result, evict
-from respread.kube.writer import PolicyGoneError, patch_status, post_event
+from respread.kube.client import DeadlineExceededError, KubeError, within
+from respread.kube.writer import PolicyGoneError, patch_status
 from respread.remedies.choose import (
     apply_remediation,
     defer_surged,
@@ -38,23 +37,30 @@ from respread.remedies.evict.planner import Move, Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import ViolationKey, change_events, changes
+from respread.report.health import (
+    HEALTHY,
+    Verdict,
+    health_conditions,
+    health_events,
+    with_health,
+)
 from respread.report.status import (
     Execution,
     build_status,
     cooldowns_status,
     failed_scan_status,
+    scan_conditions,
 )
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
-from respread.runtime.cache import ClusterCache
+from respread.runtime.cache import CATCH_UP, CacheBehindError, ClusterCache
 from respread.runtime.costs import manage_costs, take_back, tally
+from respread.runtime.enforcing import Enforced, Enforcing, Safety, enforce_moves
+from respread.runtime.guard import DEFAULT_LIMITS, Halt, HaltReason, ScanGuard
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.policy_events import tell_policy
 
 log = logging.getLogger(__name__)
-
-# One policy evicts at a time, whatever the number of policies.
-ENFORCEMENT = asyncio.Lock()
 
 
 def rfc3339(t: float) -> str:
@@ -88,11 +94,14 @@ def compute(
     memory: PolicyMemory,
     now: float,
     others: Sequence[RebalancePolicy] = (),
+    *,
+    recorded: Mapping[WorkloadRef, str] | None = None,
 ) -> Computed:
     """The pure part of a scan (run in a worker thread: it is CPU-bound). ``others``: the
-    other policies not being deleted (which of them orders a ReplicaSet's costs)."""
+    other policies not being deleted (which of them orders a ReplicaSet's costs);
+    ``recorded``: the workloads the eviction ledger holds (any policy's earlier evictions)."""
     with gc_paused():
-        return _compute(state, policy, memory, now, others)
+        return _compute(state, policy, memory, now, others, recorded=recorded or {})
 
 
 def _compute(
@@ -101,11 +110,15 @@ def _compute(
     memory: PolicyMemory,
     now: float,
     others: Sequence[RebalancePolicy],
+    *,
+    recorded: Mapping[WorkloadRef, str],
 ) -> Computed:
     analysis = analyze(state, policy)
     memory.review(analysis, now, policy.eviction.cooldown)
     held = (
-        memory.held(now, unready_workloads(state, analysis)) if policy.mode is Mode.ENFORCE else {}
+        {**recorded, **memory.held(now, unready_workloads(state, analysis))}
+        if policy.mode is Mode.ENFORCE
+        else {}
     )
     result = apply_remediation(
         plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
@@ -130,69 +143,6 @@ def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
         if g.workload == move.workload:
             return g.constraint.key, g.skew
     return "", 0
-
-
-async def enforce(
-    api: client.ApiClient,
-    *,
-    policy: RebalancePolicy,
-    computed: Computed,
-    cache_pods: Mapping[tuple[str, str], Pod],
-    memory: PolicyMemory,
-    now: float,
-    acting: Acting = always,
-) -> list[Execution]:
-    """Evict the planned pods in order; budgets and caps were already counted by the plan.
-    `acting` is asked before every request: a replica that stopped leading evicts nothing."""
-    executions: list[Execution] = []
-    async with ENFORCEMENT:
-        for move in computed.plan.moves:
-            check(acting)
-            current = cache_pods.get((move.pod.namespace, move.pod.name))
-            if (
-                current is None
-                or current.uid != move.pod.uid
-                or current.node_name != move.from_node
-                or current.terminating
-            ):
-                executions.append(
-                    Execution(
-                        move.pod.namespace,
-                        move.pod.name,
-                        "Failed",
-                        "the pod changed since the scan; not evicted",
-                    )
-                )
-                continue
-            outcome = await asyncio.to_thread(
-                evict,
-                api,
-                move.pod.namespace,
-                move.pod.name,
-                uid=move.pod.uid,
-                grace_period_seconds=policy.eviction.grace_period_seconds,
-                allowed=acting,
-            )
-            metrics.EVICTIONS.labels(policy.name, outcome.result.value).inc()
-            executions.append(
-                Execution(move.pod.namespace, move.pod.name, outcome.result.value, outcome.reason)
-            )
-            if outcome.result is Result.EVICTED:
-                key, skew = _skew(computed.analysis, move)
-                memory.record_eviction(move.workload, key, skew, time.time())
-                where = ", ".join(f"{k}={v}" for k, v in move.to_domain)
-                await asyncio.to_thread(
-                    post_event,
-                    api,
-                    kind="Pod",
-                    name=move.pod.name,
-                    namespace=move.pod.namespace,
-                    uid=move.pod.uid,
-                    reason="Rebalanced",
-                    message=f"evicted by RebalancePolicy {policy.name}: {move.reason}; the "
-                    f"replacement is expected at {where}",
-                )
-    return executions
 
 
 async def _surges(
@@ -238,6 +188,90 @@ def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
     metrics.PLANNED.labels(policy.name, "Skipped").set(len(report["skipped"]))
 
 
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """One scan of one policy: what it works with, when it started, its name in the ledger."""
+
+    api: client.ApiClient
+    cache: ClusterCache
+    policy: RebalancePolicy
+    memory: PolicyMemory
+    uid: str | None  # the policy's, for its Events
+    acting: Acting
+    lifecycle: Lifecycle
+    others: Sequence[RebalancePolicy]
+    safety: Safety
+    now: float  # wall clock, when it started
+
+    @property
+    def run(self) -> str:
+        return f"{self.policy.name}@{rfc3339(self.now)}.{int(self.now * 1000) % 1000:03d}"
+
+
+def _verdict(halt: Halt | None) -> Verdict:
+    """What the status says about a scan that stopped acting (HEALTHY: it did not)."""
+    if halt is None or halt.reason is HaltReason.CHANGED:
+        return HEALTHY  # it plans again at once; nothing is wrong
+    if halt.reason is HaltReason.DEADLINE:
+        return Verdict(stalled=halt.message)
+    return Verdict(stale=halt.message)
+
+
+def _error_verdict(err: Exception, guard: ScanGuard) -> Verdict:
+    if isinstance(err, DeadlineExceededError) or guard.left() <= 0:
+        deadline = guard.limits.deadline
+        return Verdict(stalled=f"the scan passed its deadline ({deadline:.0f}s): {err}")
+    if isinstance(err, CacheBehindError | Halt):
+        return Verdict(stale=str(err))
+    return HEALTHY
+
+
+async def _plan(scan: _Scan) -> tuple[ClusterState, Computed]:
+    """Snapshot the cache and plan. In Enforce, the cache is first shown current (a plan only
+    acts from a cache that caught up with the API server after the scan began), and the
+    workloads the eviction ledger holds are deferred."""
+    policy, guard = scan.policy, scan.safety.guard
+    recorded: Mapping[WorkloadRef, str] = {}
+    if policy.mode is Mode.ENFORCE:
+        if scan.safety.freshness is not None:
+            await scan.safety.freshness.establish(min(guard.limits.catch_up, guard.left()))
+        guard.check()
+        if scan.safety.ledger is not None:
+            workloads = _workloads(scan.cache.snapshot())
+            recorded = await scan.safety.ledger.held(
+                workloads, cooldown=policy.eviction.cooldown, run=scan.run
+            )
+    guard.planned()
+    state = scan.cache.snapshot()
+    computed = await asyncio.to_thread(
+        compute, state, policy, scan.memory, scan.now, scan.others, recorded=recorded
+    )
+    return state, computed
+
+
+def _workloads(state: ClusterState) -> set[WorkloadRef]:
+    return {WorkloadRef(w.namespace, w.kind, w.name) for w in state.workloads if w.owner is None}
+
+
+async def _enforce(scan: _Scan, state: ClusterState, computed: Computed) -> Enforced:
+    def on_evicted(move: Move) -> None:
+        key, skew = _skew(computed.analysis, move)
+        scan.memory.record_eviction(move.workload, key, skew, time.time())
+
+    job = Enforcing(
+        scan.api,
+        scan.cache,
+        scan.policy,
+        scan.safety.guard,
+        state,
+        scan.run,
+        freshness=scan.safety.freshness,
+        ledger=scan.safety.ledger,
+        on_evicted=on_evicted,
+    )
+    return await enforce_moves(job, computed.plan.moves)
+
+
 async def run_scan(
     api: client.ApiClient,
     cache: ClusterCache,
@@ -248,16 +282,32 @@ async def run_scan(
     acting: Acting = always,
     lifecycle: Lifecycle = NOT_DELETING,
     others: Sequence[RebalancePolicy] = (),
+    safety: Safety | None = None,
 ) -> bool:
     """One scan; False when the policy turned out not to exist any more (a deletion that the
     watch missed while it was away: a relisting does not report deletions). `acting` says
     whether this replica may still write (leader election): once it says no, the scan stops
-    before its next request."""
+    before its next request. `safety` (the scan's guard, the freshness proof and the eviction
+    ledger): every request of the scan is bound by the guard's deadline."""
+    safety = safety or Safety(ScanGuard(DEFAULT_LIMITS, cache, acting=acting))
+    scan = _Scan(
+        api, cache, policy, memory, policy_uid, acting, lifecycle, others, safety, time.time()
+    )
+    with within(safety.guard.deadline):
+        try:
+            return await _run_scan(scan)
+        finally:
+            safety.guard.close()
+
+
+async def _run_scan(scan: _Scan) -> bool:
+    api, cache, policy, memory = scan.api, scan.cache, scan.policy, scan.memory
+    policy_uid, acting, lifecycle, others = scan.uid, scan.acting, scan.lifecycle, scan.others
+    guard, now = scan.safety.guard, scan.now
     started = time.monotonic()
-    now = time.time()
     try:
-        await cache.wait_ready()  # no kind relisting or disconnected
-        await cache.sweep(api)  # if a failed request made the cache suspect
+        await cache.wait_ready(min(CATCH_UP, guard.left()))  # no kind relisting or disconnected
+        await cache.sweep(api, catch_up=min(CATCH_UP, guard.left()))  # if the cache is suspect
         if lifecycle.deleting_since is not None:
             await take_back(
                 api,
@@ -271,21 +321,15 @@ async def run_scan(
                 now=now,
             )
             return True
-        state = cache.snapshot()
-        computed = await asyncio.to_thread(compute, state, policy, memory, now, others)
+        state, computed = await _plan(scan)
         executions: list[Execution] = []
+        halt: Halt | None = None
         if policy.mode is Mode.ENFORCE and computed.plan.moves:
-            pods = {(p.namespace, p.name): p for p in cache.snapshot().pods}
-            executions = await enforce(
-                api,
-                policy=policy,
-                computed=computed,
-                cache_pods=pods,
-                memory=memory,
-                now=now,
-                acting=acting,
-            )
-        if policy.mode is Mode.ENFORCE:
+            enforced = await _enforce(scan, state, computed)
+            executions, halt = enforced.executions, enforced.halt
+        if halt is None:
+            halt = guard.why_not()
+        if policy.mode is Mode.ENFORCE and halt is None:
             counts = await manage_costs(
                 api,
                 policy,
@@ -295,19 +339,27 @@ async def run_scan(
                 others=others,
                 acting=acting,
             )
-        else:  # DryRun writes and takes back nothing
+        else:  # DryRun writes and takes back nothing; nor does a scan that stopped acting
             counts = tally(
                 state.pods, policy.name, computed.costs, writes=[], releases=None, released=[]
             )
-        surge_events = await _surges(
-            api, cache, policy, computed, now=now, acting=acting, uid=policy_uid
+        surge_events = (
+            await _surges(api, cache, policy, computed, now=now, acting=acting, uid=policy_uid)
+            if halt is None
+            else []
         )
+        verdict = _verdict(halt if halt is not None else guard.why_not())
+        if verdict.failed:
+            guard.close()  # past the deadline, or stale: it still says what it did not do
+        previous = memory.previous_status
         status = build_status(
             computed.report,
             policy,
             rfc3339(now),
-            previous=memory.previous_status,
+            previous=previous,
             executions=executions,
+            conditions=with_health(scan_conditions(computed.report), verdict)
+            + health_conditions(verdict, previous),
             cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
         )
         if (
@@ -319,7 +371,10 @@ async def run_scan(
         check(acting)
         await asyncio.to_thread(patch_status, api, policy.name, status)
         changed = changes(computed.report, computed.known)
-        for reason, warning, message in change_events(changed):
+        for reason, warning, message in [
+            *health_events(verdict, previous),
+            *change_events(changed),
+        ]:
             check(acting)
             await tell_policy(
                 api,
@@ -360,7 +415,7 @@ async def run_scan(
         summary = computed.report["summary"]
         log.info(
             "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
-            "%d eviction(s) planned, %d deferred; %d evicted; %.2fs",
+            "%d eviction(s) planned, %d deferred; %d evicted; %.2fs%s",
             policy.name,
             policy.mode.value,
             len(state.pods),
@@ -372,54 +427,68 @@ async def run_scan(
             len(computed.report["deferred"]),
             sum(1 for e in executions if e.state == "Evicted"),
             time.monotonic() - started,
+            f"; stopped: {halt.message}" if halt is not None else "",
         )
         memory.previous_status = status
-        memory.last_scan = now
         _export(policy, computed.report)
-        metrics.LAST_SCAN.labels(policy.name).set(now)
+        if verdict.failed:
+            metrics.SCAN_FAILURES.labels(policy.name).inc()
+        else:
+            memory.last_scan = now
+            metrics.LAST_SCAN.labels(policy.name).set(now)
     except PolicyGoneError:
         log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
         return False
     except NotLeadingError:
         log.warning("scan of RebalancePolicy %s stopped: this replica no longer leads", policy.name)
     except Exception as err:  # a failed scan is reported; the operator keeps running
-        if isinstance(err, KubeError):  # the API server away or refusing: no traceback
-            log.error("scan of RebalancePolicy %s failed: %s", policy.name, err)
-        else:
-            log.exception("scan of RebalancePolicy %s failed", policy.name)
-        metrics.SCAN_FAILURES.labels(policy.name).inc()
-        cache.mark_suspect(f"the scan of {policy.name} failed")  # the API server may be away
-        try:
-            if not acting():
-                return True  # a follower writes nothing
-            status = failed_scan_status(
-                policy,
-                rfc3339(now),
-                f"{type(err).__name__}: {err}",
-                previous=memory.previous_status,
-            )
-            was_failing = _scan_failing(memory.previous_status)
-            await asyncio.to_thread(patch_status, api, policy.name, status)
-            if not was_failing:  # an Event when scans start failing, not for every failure
-                await tell_policy(
-                    api,
-                    policy,
-                    policy_uid,
-                    "ScanFailed",
-                    warning=True,
-                    message=f"{type(err).__name__}: {err}",
-                )
-            # The object now says the scan failed: the next scan's conditions transition from
-            # there (the last good report, its violations and their `since`, stays as it was).
-            memory.previous_status = {
-                **(memory.previous_status or {}),
-                "conditions": status["conditions"],
-            }
-        except PolicyGoneError:
-            log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
-            return False
-        except Exception:  # the API server may be the reason the scan failed
-            log.warning("could not report the failed scan of %s", policy.name)
+        return await _failed(scan, err)
     finally:
         metrics.SCAN_SECONDS.labels(policy.name).observe(time.monotonic() - started)
+    return True
+
+
+async def _failed(scan: _Scan, err: Exception) -> bool:
+    """Report a failed scan (False: the policy is gone)."""
+    api, cache, policy, memory = scan.api, scan.cache, scan.policy, scan.memory
+    policy_uid, acting, now, guard = scan.uid, scan.acting, scan.now, scan.safety.guard
+    if isinstance(err, KubeError | Halt):  # the API server away or refusing: no traceback
+        log.error("scan of RebalancePolicy %s failed: %s", policy.name, err)
+    else:
+        log.exception("scan of RebalancePolicy %s failed", policy.name)
+    metrics.SCAN_FAILURES.labels(policy.name).inc()
+    cache.mark_suspect(f"the scan of {policy.name} failed")  # the API server may be away
+    verdict = _error_verdict(err, guard)
+    guard.close()  # the report of the failure goes out even past the deadline
+    if isinstance(err, Halt) and err.reason.replan:
+        guard.replan = True
+    try:
+        if not acting():
+            return True  # a follower writes nothing
+        previous = memory.previous_status
+        status = failed_scan_status(
+            policy,
+            rfc3339(now),
+            f"{type(err).__name__}: {err}",
+            previous=previous,
+            extra=health_conditions(verdict, previous),
+        )
+        was_failing = _scan_failing(previous)
+        await asyncio.to_thread(patch_status, api, policy.name, status)
+        told = health_events(verdict, previous)
+        if not was_failing:  # an Event when scans start failing, not for every failure
+            told.append(("ScanFailed", True, f"{type(err).__name__}: {err}"))
+        for reason, warning, message in told:
+            await tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
+        # The object now says the scan failed: the next scan's conditions transition from
+        # there (the last good report, its violations and their `since`, stays as it was).
+        memory.previous_status = {
+            **(memory.previous_status or {}),
+            "conditions": status["conditions"],
+        }
+    except PolicyGoneError:
+        log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
+        return False
+    except Exception:  # the API server may be the reason the scan failed
+        log.warning("could not report the failed scan of %s", policy.name)
     return True

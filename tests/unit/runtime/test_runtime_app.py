@@ -18,7 +18,7 @@ from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
 from respread.report.changes import Changes, change_events, changes
 from respread.runtime import cache as cache_module
-from respread.runtime import policy_events
+from respread.runtime import enforcing, policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
@@ -256,7 +256,7 @@ def test_a_reported_scan_failure_is_a_transition_both_ways(
     written: list[dict[str, Any]] = []
     clock = {"now": 1_800_000_000.0}
     monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: written.append(st))
-    monkeypatch.setattr(scan_module, "post_event", lambda *a, **k: None)
+    monkeypatch.setattr(enforcing, "post_event", lambda *a, **k: None)
     monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
     monkeypatch.setattr(
         scan_module, "time", SimpleNamespace(time=lambda: clock["now"], monotonic=time.monotonic)
