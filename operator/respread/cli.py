@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -434,10 +435,61 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--liveness", metavar="URL", help="serve liveness, e.g. http://0.0.0.0:8080/healthz"
     )
+    r.add_argument(
+        "--readiness", metavar="URL", help="serve readiness, e.g. http://0.0.0.0:8081/readyz"
+    )
     r.add_argument("--metrics-port", type=int, default=9090, help="0 disables the metrics server")
+    _bound_arguments(r)
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+# Every bound of `respread run` (DURATION, e.g. 30s or 500ms): the flag, else the environment
+# variable, else the default.
+BOUNDS = (
+    ("--connect-timeout", "RESPREAD_CONNECT_TIMEOUT", "5s", "to connect to the API server"),
+    ("--request-timeout", "RESPREAD_REQUEST_TIMEOUT", "30s", "for each answer of a request"),
+    ("--scan-deadline", "RESPREAD_SCAN_DEADLINE", "2m", "for a scan, its requests included"),
+    ("--plan-max-age", "RESPREAD_PLAN_MAX_AGE", "1m", "a plan older than this is not acted on"),
+    ("--catch-up", "RESPREAD_CATCH_UP", "30s", "to show the watch cache current"),
+    ("--pause-threshold", "RESPREAD_PAUSE_THRESHOLD", "5s", "a gap this long is a pause"),
+)
+
+
+def _bound_arguments(r: argparse.ArgumentParser) -> None:
+    for flag, env, default, what in BOUNDS:
+        r.add_argument(
+            flag,
+            metavar="DURATION",
+            default=os.environ.get(env, default),
+            help=f"{what} (default: ${env}, else {default})",
+        )
+
+
+def parse_bounds(args: argparse.Namespace) -> Any:
+    """The Bounds the flags (or their variables) say; a UsageError names a bad one."""
+    from respread.inputs.policy import PolicyError, parse_duration
+    from respread.kube.client import Timeouts
+    from respread.runtime.guard import ScanLimits
+    from respread.runtime.heartbeat import PauseSettings
+    from respread.runtime.operator import Bounds
+
+    values = {}
+    for flag, _, _, _ in BOUNDS:
+        raw = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values[flag] = parse_duration(raw, flag)
+        except PolicyError as err:
+            raise UsageError(f"{flag}: {err.message}") from None
+        if values[flag] <= 0:
+            raise UsageError(f"{flag}: must be more than 0, got {raw}")
+    threshold = values["--pause-threshold"]
+    return Bounds(
+        Timeouts(values["--connect-timeout"], values["--request-timeout"]),
+        ScanLimits(values["--scan-deadline"], values["--plan-max-age"], values["--catch-up"]),
+        PauseSettings(period=min(0.5, threshold / 4), threshold=threshold),
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -462,6 +514,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             identity=args.identity,
             timing=timing,
         )
+    bounds = parse_bounds(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -477,6 +530,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             election=election,
             liveness=args.liveness,
             metrics_port=args.metrics_port or None,
+            bounds=bounds,
+            readiness=args.readiness,
+            namespace=args.lease_namespace,
         )
     except KubeError as err:
         _fail(str(err))

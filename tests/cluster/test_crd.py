@@ -773,6 +773,9 @@ ALLOWED = [
     ("create", "leases.coordination.k8s.io", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
     ("update", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", NAMESPACE),  # the eviction ledger
+    ("get", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("patch", "configmaps/respread-evictions", "-n", NAMESPACE),
 ]
 DENIED = [
     ("delete", "pods", "-n", "default"),
@@ -789,6 +792,10 @@ DENIED = [
     ("update", "leases.coordination.k8s.io/kube-scheduler", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", "kube-system"),
     ("delete", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("get", "configmaps/kube-root-ca.crt", "-n", NAMESPACE),
+    ("get", "configmaps/respread-evictions", "-n", "default"),
+    ("delete", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", "default"),
 ]
 
 
