@@ -127,6 +127,7 @@ async def _reserve(job: Enforcing, move: Move) -> str:
         job.run,
         ev.cooldown,
         ev.max_per_workload,
+        job.guard.planned_wall,
     )
     try:
         return await job.ledger.reserve(slot)

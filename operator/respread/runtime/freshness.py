@@ -67,11 +67,22 @@ class Freshness:
         self.kinds = tuple(kinds)
         self._executor = ThreadPoolExecutor(len(kinds), thread_name_prefix="freshness")
         self.established = 0  # how many times the cache was shown current
+        self.failing: str | None = None  # why the last attempt failed (None: it did not)
+        self.failed_at = 0.0  # when (monotonic)
 
     async def establish(self, timeout: float) -> float:
         """Wait until the cache holds everything the API server held when this was called;
         returns that moment (monotonic). CacheBehindError when that cannot be shown within
         `timeout` seconds (a watch failing or relisting, a probe without an answer)."""
+        try:
+            started = await self._establish(timeout)
+        except KubeError as err:
+            self.failing, self.failed_at = str(err)[:300], time.monotonic()
+            raise
+        self.failing = None
+        return started
+
+    async def _establish(self, timeout: float) -> float:
         started = time.monotonic()
         deadline = started + timeout
         await self.cache.wait_ready(timeout)
@@ -93,6 +104,13 @@ class Freshness:
         self.established += 1
         log.debug("the watch cache is current (%.2fs)", time.monotonic() - started)
         return started
+
+    def recent_failure(self, within: float) -> str | None:
+        """Why the last attempt failed, if it failed within the last `within` seconds and none
+        succeeded since."""
+        if self.failing is None or time.monotonic() - self.failed_at > within:
+            return None
+        return self.failing
 
     def _kind(self, watched: Watched, deadline: float) -> str:
         """Show one kind current ("" when shown; else why not)."""

@@ -86,12 +86,14 @@ class ScanGuard:
         self.started = clock()
         self.deadline = Deadline(self.started + limits.deadline)
         self.planned_at = self.started
+        self.planned_wall = time.time()  # the same moment, on the wall clock (for audits)
         self.pauses = heartbeat.pauses if heartbeat is not None else 0
         self.replan = False  # set when the scan stopped so that a fresh plan may act at once
 
     def planned(self) -> None:
         """The plan is being made from the cache now."""
         self.planned_at = self.clock()
+        self.planned_wall = time.time()
         if self.heartbeat is not None:
             self.pauses = self.heartbeat.pauses
 

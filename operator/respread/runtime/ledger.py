@@ -48,6 +48,7 @@ class Slot:
     run: str
     cooldown: float
     max_per_workload: int | None
+    planned: float | None = None  # when the plan was made (wall clock)
 
 
 class Ledger:
@@ -88,7 +89,9 @@ class Ledger:
             )
             if why:
                 return why
-            entry = Recorded(slot.pod, slot.uid, slot.policy, slot.run, now, now + slot.cooldown)
+            entry = Recorded(
+                slot.pod, slot.uid, slot.policy, slot.run, now, now + slot.cooldown, slot.planned
+            )
             keep = max(self.keep(), slot.cooldown)
             changes: dict[str, str | None] = dict.fromkeys(
                 (k for k in expired_keys(ledger.data, now=now, keep=keep) if k != key), None

@@ -286,6 +286,10 @@ class App:
             kind, error = sorted(self.cache.failing.items())[0]
             kinds = ", ".join(sorted(self.cache.failing))
             return f"the watches of {kinds} are failing ({kind}: {error[:200]})"
+        recent = max(60.0, 3 * self.bounds.scan.catch_up)
+        failure = self.freshness.recent_failure(recent) if self.freshness is not None else None
+        if failure is not None:
+            return f"the watch cache could not be shown current: {failure}"
         unlisted = sorted({w.kind for w in WATCHED} - self.cache.listed)
         if unlisted:
             return f"not listed yet: {', '.join(unlisted)}"

@@ -334,7 +334,7 @@ WEB = WorkloadRef("shop", "Deployment", "web")
 
 
 def slot(policy: str, run: str, uid: str = "u1", cap: int | None = 1) -> Slot:
-    return Slot(WEB, f"web-{uid}", uid, policy, run, 600.0, cap)
+    return Slot(WEB, f"web-{uid}", uid, policy, run, 600.0, cap, planned=1.7e9)
 
 
 def test_two_policies_get_one_slot_between_them(configmap: FakeConfigMap) -> None:
@@ -344,7 +344,8 @@ def test_two_policies_get_one_slot_between_them(configmap: FakeConfigMap) -> Non
     assert why.startswith("cooldown: RebalancePolicy a evicted web-u1")
     assert asyncio.run(book.reserve(slot("a", "a@1", uid="u3"))) == "maxPerWorkload 1 reached"
     assert configmap.data is not None
-    assert [e.pod for e in parse_entries(configmap.data[key_of(WEB)])] == ["web-u1"]
+    (entry,) = parse_entries(configmap.data[key_of(WEB)])
+    assert (entry.pod, entry.planned) == ("web-u1", 1.7e9)
     held = asyncio.run(book.held([WEB], cooldown=600.0, run="c@1"))
     assert list(held) == [WEB]
 

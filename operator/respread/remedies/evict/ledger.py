@@ -46,6 +46,7 @@ class Recorded:
     run: str  # the scan that made it (policy and when it started): its own entries don't hold it
     at: float  # when it was recorded, just before the eviction was sent
     until: float  # the end of the evicting policy's cooldown
+    planned: float | None = None  # when the plan it came from was made (for audits)
 
     def holds(self, now: float, cooldown: float) -> bool:
         """Whether this eviction still holds its workload for a policy with `cooldown`."""
@@ -83,7 +84,7 @@ def _entry(raw: object) -> Recorded | None:
     if at is None or until is None or not all(isinstance(f, str) for f in fields):
         return None
     pod, uid, policy, run = (str(f) for f in fields)
-    return Recorded(pod, uid, policy, run, at, until)
+    return Recorded(pod, uid, policy, run, at, until, _time(raw.get("planned")))
 
 
 def parse_entries(raw: str | None) -> tuple[Recorded, ...]:
@@ -97,21 +98,23 @@ def parse_entries(raw: str | None) -> tuple[Recorded, ...]:
     return tuple(e for e in (_entry(i) for i in items) if e is not None)
 
 
+def _rendered(e: Recorded) -> dict[str, str]:
+    out = {
+        "pod": e.pod,
+        "uid": e.uid,
+        "policy": e.policy,
+        "run": e.run,
+        "at": _rfc3339(e.at),
+        "until": _rfc3339(e.until),
+    }
+    if e.planned is not None:
+        out["planned"] = _rfc3339(e.planned)
+    return out
+
+
 def render_entries(entries: Iterable[Recorded]) -> str:
-    return json.dumps(
-        [
-            {
-                "pod": e.pod,
-                "uid": e.uid,
-                "policy": e.policy,
-                "run": e.run,
-                "at": _rfc3339(e.at),
-                "until": _rfc3339(e.until),
-            }
-            for e in sorted(entries, key=lambda e: (e.at, e.pod))
-        ],
-        separators=(",", ":"),
-    )
+    ordered = sorted(entries, key=lambda e: (e.at, e.pod))
+    return json.dumps([_rendered(e) for e in ordered], separators=(",", ":"))
 
 
 def hold(
