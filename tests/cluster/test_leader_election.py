@@ -7,6 +7,7 @@ the API server's audit log says which replica wrote each status and made each ev
 
 from __future__ import annotations
 
+import signal
 import time
 import urllib.request
 from collections import Counter
@@ -239,3 +240,59 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
     lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
     assert lease.spec.holder_identity in (None, ""), lease.spec
     assert f"released Lease {LEASE_NS}/{LEASE}" in ops[second].text()
+
+
+def test_a_leader_paused_past_its_lease_hands_over_and_names_no_stale_holder(
+    e2e_cluster: ControlPlane,
+    operator_factory: StartOperator,
+    api_client: client.ApiClient,
+    audit_log: AuditLog,
+) -> None:
+    """The leader's process is stopped (SIGSTOP) for twice the lease duration: the other
+    replica takes the Lease over. When the old leader resumes, it stops leading at once (its
+    renewals lapsed on its own clock), writes nothing more, and its log does not claim the
+    Lease is now held by itself; then it follows the new leader."""
+    coordination = client.CoordinationV1Api(api_client)
+    try:
+        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+    ops = {
+        identity: operator_factory(
+            "--leader-elect", "--lease-duration", f"{LEASE_DURATION:g}s", "--identity", identity,
+            "--pause-threshold", "2s",
+        )
+        for identity in ("pa", "pb")
+    }  # fmt: skip
+    first = wait_for(lambda: holder(coordination), 60, "a replica to acquire the Lease")
+    second = next(i for i in ops if i != first)
+    paused = ops[first]
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: holder(coordination) == second, LEASE_DURATION + 20, "the takeover")
+        time.sleep(LEASE_DURATION)  # well past the lease
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    resumed = time.time()
+    mark = audit_log.mark()
+
+    def lapsed() -> bool:
+        return f"{first} stopped leading" in paused.text()
+
+    wait_for(lapsed, 20, "the old leader to notice it no longer leads")
+    time.sleep(2 * LEASE_DURATION / 15 * 3)  # a few retry periods: it reads the Lease again
+    assert holder(coordination) == second
+    lines = [line for line in paused.text().splitlines() if "stopped leading" in line]
+    assert all(f"now held by {first}" not in line for line in lines), lines
+    writes = [
+        e
+        for e in audit_log.events(mark)
+        if e.get("stage") == "ResponseComplete"
+        and replica(e) == first
+        and e.get("verb") in ("create", "update", "patch")
+        and parse_time(e["requestReceivedTimestamp"]) >= resumed
+        and e.get("objectRef", {}).get("resource") != "events"
+    ]
+    assert writes == [], [(e["verb"], e["objectRef"], e["responseStatus"]) for e in writes]
+    assert paused.alive and ops[second].alive

@@ -91,11 +91,18 @@ class ScanGuard:
         self.replan = False  # set when the scan stopped so that a fresh plan may act at once
 
     def planned(self) -> None:
-        """The plan is being made from the cache now."""
+        """The plan is being made from the cache now: Halt if the process was paused since the
+        scan began (what the cache was shown to hold may be old; the policy is planned again,
+        from a verified cache)."""
+        if self.heartbeat is not None and self.heartbeat.paused_since(self.pauses):
+            self.replan = True
+            raise Halt(
+                HaltReason.PAUSED,
+                "the process was paused during the scan: the watch cache is verified and the "
+                "policy planned again",
+            )
         self.planned_at = self.clock()
         self.planned_wall = time.time()
-        if self.heartbeat is not None:
-            self.pauses = self.heartbeat.pauses
 
     def left(self) -> float:
         return self.started + self.limits.deadline - self.clock()

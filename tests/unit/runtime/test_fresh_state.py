@@ -29,7 +29,7 @@ from respread.runtime.acting import NotLeadingError
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.enforcing import Enforcing, enforce_moves
 from respread.runtime.freshness import Freshness
-from respread.runtime.guard import HaltReason, ScanGuard, ScanLimits
+from respread.runtime.guard import Halt, HaltReason, ScanGuard, ScanLimits
 from respread.runtime.heartbeat import Heartbeat, PauseSettings
 from respread.runtime.ledger import Ledger, Slot
 from respread.runtime.reflector import WatchPosition
@@ -128,7 +128,11 @@ def test_the_guard_stops_a_scan_after_a_pause_or_with_an_old_plan() -> None:
     assert reason(g) is HaltReason.PAUSED
     g.heartbeat.tick()
     assert reason(g) is HaltReason.PAUSED  # the pause is counted since the plan
-    g.planned()  # a new plan, made after it
+    with pytest.raises(Halt):  # nor may the scan plan again: the next one does
+        g.planned()
+    assert g.replan
+    g = guard(clock)  # the next scan
+    g.planned()
     assert reason(g) is None
     for _ in range(70):
         clock.now += 1
