@@ -854,9 +854,9 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     kinds = sorted(d["kind"] for d in kustomized)
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
-        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "RoleBinding", "Service",
-        "ServiceAccount",
-    ])  # fmt: skip
+        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "Role", "RoleBinding",
+        "RoleBinding", "Service", "ServiceAccount",
+    ])  # fmt: skip  (two Roles: the leader election Lease's, the eviction ledger's)
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
         if d["kind"] == "RebalancePolicy":
             assert "namespace" not in d["metadata"], d
