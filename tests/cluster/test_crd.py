@@ -852,11 +852,12 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     """Every object of `kubectl kustomize deploy/` is valid for the API server (a dry run: no
     operator Deployment or `default` policy is left behind to interfere with other tests)."""
     kinds = sorted(d["kind"] for d in kustomized)
+    # (Two Roles: the leader election Lease's and the eviction ledger's.)
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
         "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "Role", "RoleBinding",
         "RoleBinding", "Service", "ServiceAccount",
-    ])  # fmt: skip  (two Roles: the leader election Lease's, the eviction ledger's)
+    ])  # fmt: skip
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
         if d["kind"] == "RebalancePolicy":
             assert "namespace" not in d["metadata"], d
