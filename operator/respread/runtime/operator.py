@@ -12,6 +12,13 @@ Events, evicts): see runtime/leader.py. A replica that becomes leader seeds each
 memory from its status and scans at once; one that stops leading cancels its scans. kopf
 itself runs standalone (its "peering" is not leader election: peers of equal priority all
 pause).
+
+Enforce acts only on fresh state (docs/operations.md): every request has timeouts (Bounds),
+each scan a deadline and a guard (runtime/guard.py), a heartbeat notices pauses of the process
+(runtime/heartbeat.py), the watch cache is shown current before a scan acts
+(runtime/freshness.py), and evictions are recorded in the eviction ledger before they are made
+(runtime/ledger.py). Liveness fails for a scan stuck past its deadline; readiness
+(`--readiness`) while the watches fail or the cache cannot be shown current.
 """
 
 from __future__ import annotations
@@ -111,6 +118,34 @@ class App:
     scans: dict[str, ScanGuard] = field(default_factory=dict)  # the scans running now
     background: set[asyncio.Task[Any]] = field(default_factory=set)  # the heartbeat
     readiness: Any = None  # the readiness server's runner, when serving
+
+    def bound_kopf(self, settings: kopf.OperatorSettings) -> None:
+        """kopf's own requests (the policies' watch, its patches) get the same timeouts."""
+        settings.watching.server_timeout = 300
+        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+        settings.watching.client_timeout = 330  # a stalled watch of the policies is given up
+        settings.watching.connect_timeout = self.bounds.timeouts.connect
+        settings.networking.request_timeout = self.bounds.timeouts.read
+        settings.networking.connect_timeout = self.bounds.timeouts.connect
+
+    async def start_watching_freshness(self, readiness: str | None) -> None:
+        """Once the reflectors run: the freshness proofs, the heartbeat, readiness."""
+        assert self.reflectors is not None
+        self.freshness = Freshness(
+            self.api, self.cache, self.reflectors.position, timeouts=self.bounds.timeouts
+        )
+        self.heartbeat = Heartbeat(self.bounds.pauses, on_pause=self.paused)
+        self.background.add(asyncio.create_task(self.heartbeat.run(), name="heartbeat"))
+        if readiness is not None:
+            self.readiness = await serve_readiness(readiness, self.unready)
+
+    async def stop_watching_freshness(self) -> None:
+        for task in list(self.background):
+            task.cancel()
+        if self.readiness is not None:
+            await self.readiness.cleanup()
+        if self.freshness is not None:
+            self.freshness.close()
 
     def paused(self, gap: float) -> None:
         """The process was paused for `gap` seconds: verify the cache before the next scan
@@ -370,21 +405,10 @@ def build_registry(app: App, readiness: str | None = None) -> kopf.OperatorRegis
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False  # respread posts its own, meaningful Events
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 330  # a stalled watch of the policies is given up
-        settings.watching.connect_timeout = app.bounds.timeouts.connect
-        settings.networking.request_timeout = app.bounds.timeouts.read
-        settings.networking.connect_timeout = app.bounds.timeouts.connect
-        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+        app.bound_kopf(settings)
         app.reflectors = Reflectors(app.api, app.cache, timeouts=app.bounds.timeouts)
         app.reflectors.start()
-        app.freshness = Freshness(
-            app.api, app.cache, app.reflectors.position, timeouts=app.bounds.timeouts
-        )
-        app.heartbeat = Heartbeat(app.bounds.pauses, on_pause=app.paused)
-        app.background.add(asyncio.create_task(app.heartbeat.run(), name="heartbeat"))
-        if readiness is not None:
-            app.readiness = await serve_readiness(readiness, app.unready)
+        await app.start_watching_freshness(readiness)
         app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
         app.scheduler.start()
         surges.watch_orphans(  # a policy being deleted hands its surges to the orphan pass
@@ -404,12 +428,7 @@ def build_registry(app: App, readiness: str | None = None) -> kopf.OperatorRegis
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
-        for task in list(app.background):
-            task.cancel()
-        if app.readiness is not None:
-            await app.readiness.cleanup()
-        if app.freshness is not None:
-            app.freshness.close()
+        await app.stop_watching_freshness()
         if app.scheduler is not None:
             app.scheduler.shutdown(wait=False)
         surges.stop_orphans()
