@@ -9,30 +9,34 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import analyze, build_index
+from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
 from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
-from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
-from respread.remedies.choose import (
-    apply_remediation,
-    defer_surged,
-    eviction_blocked,
-    hold_costs,
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    KIND,
+    Mode,
+    PolicyError,
+    RebalancePolicy,
+    parse_policy,
 )
-from respread.remedies.cost.order import plan_costs
-from respread.remedies.evict.planner import plan
-from respread.remedies.surge.plan import plan_surges
-from respread.report.build import build_report, render_text
+from respread.inputs.scoping import within_namespace
+from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.remedies.cost.release import lifecycle_of
+from respread.remedies.evict.ledger import LEDGER, LedgerData
+from respread.report.contract import report_json
+from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -213,7 +217,7 @@ def emit(data: Any, output: str, text: str | None = None) -> None:
         sys.stdout.write(text or "")
 
 
-def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
+def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadResult:
     """One read of a live cluster (the kube layer is imported only when asked for)."""
     from respread.kube.client import KubeError, api_client
     from respread.kube.reader import read_cluster
@@ -223,7 +227,7 @@ def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
             print(f"respread: {line}", file=sys.stderr)
 
     try:
-        docs = read_cluster(api_client(kubeconfig), progress)
+        docs = read_cluster(api_client(kubeconfig, context), progress)
     except KubeError as err:
         _fail(str(err))
     result = load_documents(docs, taken_at=time.time())
@@ -231,32 +235,119 @@ def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What `respread plan` scans with: the policy, the other policies (which of them orders a
+    ReplicaSet's costs), the memory of the policy's earlier scans, and the evictions the
+    eviction ledger records (every policy's)."""
+
+    policy: RebalancePolicy
+    others: tuple[RebalancePolicy, ...] = ()
+    memory: Memory = NO_MEMORY
+    recorded: LedgerData = field(default_factory=dict)
+
+
+def live_scope(args: argparse.Namespace, name: str) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it: in Enforce,
+    with the eviction ledger in the operator's namespace too."""
+    from respread.kube.client import KubeError, api_client
+    from respread.kube.reader import read_policies
+
+    try:
+        api = api_client(args.kubeconfig, args.context)
+        bodies = read_policies(api)
+    except KubeError as err:
+        _fail(str(err))
+    scope = policy_scope(bodies, name, api.configuration.host, args.quiet)
+    if scope.policy.mode is not Mode.ENFORCE:
+        return scope  # DryRun defers nothing for the ledger
+    return replace(scope, recorded=read_recorded(api, args.operator_namespace, args.quiet))
+
+
+def read_recorded(api: Any, namespace: str, quiet: bool) -> LedgerData:
+    """The eviction ledger's data, as the operator reads it before it plans; a ledger that
+    cannot be read is warned about and left out."""
+    from respread.kube.client import KubeError
+    from respread.kube.ledger import read_ledger
+
+    try:
+        return read_ledger(api, namespace, LEDGER).data
+    except KubeError as err:
+        if not quiet:
+            print(
+                f"respread: warning: {err}: planned without the eviction ledger (the other "
+                "policies' evictions do not hold their workloads)",
+                file=sys.stderr,
+            )
+        return {}
+
+
+def policy_scope(
+    bodies: Sequence[dict[str, Any]], name: str, server: str, quiet: bool = False
+) -> Scope:
+    """RebalancePolicy ``name`` as the operator scans it: its spec; its memory seeded from its
+    status, as a newly elected leader seeds it; the other valid policies not being deleted."""
+    from respread.runtime.memory import PolicyMemory
+
+    def named(body: dict[str, Any]) -> object:
+        return (body.get("metadata") or {}).get("name")
+
+    body = next((b for b in bodies if named(b) == name), None)
+    if body is None:
+        _fail(f"RebalancePolicy {shown(name)} not found at {server}")
+    try:
+        policy = parse_policy(body)
+    except PolicyError as err:
+        _fail(str(err))
+    if _deleting(body) and not quiet:
+        print(
+            f"respread: warning: RebalancePolicy {policy.name} is being deleted: the operator "
+            "no longer scans it",
+            file=sys.stderr,
+        )
+    others = []
+    for other in bodies:
+        if named(other) == name or _deleting(other):
+            continue
+        try:
+            others.append(parse_policy(other))
+        except PolicyError:  # the operator does not schedule an invalid policy
+            continue
+    return Scope(policy, tuple(others), PolicyMemory.from_status(body.get("status")).scan)
+
+
+def _deleting(body: dict[str, Any]) -> bool:
+    return lifecycle_of(body.get("metadata") or {}).deleting_since is not None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
+    named = args.policy_name
+    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
-    if (args.snapshot is None) == (args.kubeconfig is None):
-        _fail("give exactly one of --snapshot and --kubeconfig")
-    if args.kubeconfig is not None:
-        loaded = load_live(args.kubeconfig, args.quiet)
-    else:
-        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    if named is not None:
+        scope = live_scope(args, named)
+    scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
+    loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
     # the analysis runs, from walking its millions of objects on the collections that
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    with gc_paused():
-        analysis = analyze(loaded.state, policy)
-        result = apply_remediation(plan(analysis, policy, now=now), policy)
-        surge = plan_surges(
-            analysis, eviction_blocked(result, policy.remediation.evict), policy, now
-        )
-        result = defer_surged(result, surge.busy)
-        settings = policy.remediation.deletion_cost
-        costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
-        report = build_report(analysis, result, policy, costs=costs, surge=surge)
-    note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
-    emit(report, args.output, render_text(report) if args.output == "text" else None)
+    result = scan(
+        loaded.state, scope.policy, now, scope.memory, others=scope.others, recorded=scope.recorded
+    )
+    note(
+        args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
+    )
+    if args.output == "text":
+        emit(None, args.output, render_text(result.report))
+    else:
+        emit(report_json(result.report), args.output)
     return 0
 
 
@@ -317,14 +408,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
     namespace, name = args.pod.split("/")
-    loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
-        _fail(f"pod {shown(args.pod)} is not in the snapshot")
+        _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
     emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
     return 0
+
+
+def load_input(args: argparse.Namespace) -> LoadResult:
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    if (args.snapshot is None) == (args.kubeconfig is None):
+        _fail("give exactly one of --snapshot and --kubeconfig")
+    if args.kubeconfig is not None:
+        return load_live(args.kubeconfig, args.quiet, args.context)
+    if args.context is not None:
+        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:
@@ -350,6 +452,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quantity such as 2Gi)"
+CONTEXT_HELP = "the kubeconfig context to use with --kubeconfig (default: its current context)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -374,6 +477,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
     )
+    p.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
+    p.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
+        " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
+        " policies; in Enforce, the evictions its ledger records)",
+    )
+    p.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
+    )
+    p.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAMESPACE",
+        help="only this namespace's workloads (in place of the policy's namespaces)",
+    )
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
@@ -390,10 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--snapshot",
         action="append",
-        required=True,
         metavar="PATH",
         help="a manifest file or directory, - for stdin; repeat for several",
     )
+    e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
+    e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
     e.add_argument("--policy", metavar="FILE")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -406,6 +531,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=SIZE_HELP,
     )
     e.set_defaults(func=cmd_explain)
+    c = sub.add_parser(
+        "convert", help="write the RebalancePolicy equivalent to a descheduler's policy"
+    )
+    c.add_argument(
+        "--from-descheduler",
+        required=True,
+        metavar="FILE",
+        help="a DeschedulerPolicy (v1alpha2 or v1alpha1), or the ConfigMap holding it; - for stdin",
+    )
+    c.add_argument("--name", help="the RebalancePolicy's name (default: the profile's)")
+    c.set_defaults(func=cmd_convert)
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
     r.add_argument(
@@ -490,6 +626,31 @@ def parse_bounds(args: argparse.Namespace) -> Any:
         ScanLimits(values["--scan-deadline"], values["--plan-max-age"], values["--catch-up"]),
         PauseSettings(period=min(0.5, threshold / 4), threshold=threshold),
     )
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """`respread convert --from-descheduler FILE`: the RebalancePolicy a DeschedulerPolicy
+    asks for, with comments where the two differ (respread.inputs.descheduler)."""
+    from respread.inputs.annotated_yaml import render
+    from respread.inputs.descheduler import ConversionError, convert, read_policy_text
+
+    path = args.from_descheduler
+    try:
+        if path == "-":
+            data = _read_bounded(sys.stdin.buffer, "standard input", POLICY_MAX_BYTES)
+        else:
+            with Path(path).open("rb") as stream:
+                data = _read_bounded(stream, path, POLICY_MAX_BYTES)
+        source = "<stdin>" if path == "-" else path
+        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
+        conversions = convert(doc, args.name)
+    except OSError as err:
+        _fail(f"cannot read {path}: {err.strerror or err}")
+    except ConversionError as err:
+        _fail(f"cannot convert {path}: {err}")
+    texts = [render(c.manifest, [(n.path, n.text) for n in c.notes]) for c in conversions]
+    sys.stdout.write("---\n".join(texts))
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:

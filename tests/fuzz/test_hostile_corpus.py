@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz.runner import check, run_subprocess
+from tests.support.constants import NOW
 
 CORPUS = Path(__file__).parent / "corpus"
 ROOT = Path(__file__).parents[2]
 GOOD = ROOT / "examples" / "zone-scale-down" / "cluster.yaml"
-NOW = "2026-11-22T10:00:00Z"
 SNAPSHOTS = sorted((CORPUS / "snapshots").iterdir())
 POLICIES = sorted((CORPUS / "policies").iterdir())
 

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzz.runner import Outcome, check, run_forked
+from tests.support.constants import NOW
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/cluster.yaml"))
@@ -59,7 +60,6 @@ FULL_POLICY = {
     },
 }
 GOOD = str(EXAMPLES[0])
-NOW = "2026-11-22T10:00:00Z"
 
 hostile_scalars = st.one_of(
     st.none(),

@@ -294,45 +294,15 @@ class _Builder:
 
     def document(self) -> Any:
         """The value of the next document (its DocumentStart event already read)."""
-        get_event = self.loader.get_event
-        anchors: dict[str, tuple[Any, int, bool]] = {}  # value, size, still open
-        stack: list[_Frame] = []
-        frame: _Frame | None = None  # stack[-1]
+        stack: list[_Frame] = []  # the collections open around the next node
         root: Any = None
-        scalar_event, end_events = yaml.ScalarEvent, (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-        while True:
-            ev: Any = get_event()
-            cls = type(ev)
-            size = 1
-            if cls is scalar_event:
-                value = ev.value if ev.tag is None and not ev.implicit[0] else self._scalar(ev)
-                if ev.anchor is not None:
-                    anchors[ev.anchor] = (value, 1, False)
-            elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
-                frame = self._open(ev, len(stack), cls is yaml.SequenceStartEvent)
-                stack.append(frame)
-                if ev.anchor is not None:
-                    anchors[ev.anchor] = (None, 0, True)
-                continue
-            elif cls in end_events:
-                done = stack.pop()
-                value, size = done.items, done.size
-                if done.merges:
-                    value = _merged(done.merges, value)
-                if done.anchor is not None:
-                    anchors[done.anchor] = (value, size, False)
-                frame = stack[-1] if stack else None
-                ev = done.start
-            elif cls is yaml.AliasEvent:
-                value, size = self._alias(ev, anchors)
-            elif cls is yaml.DocumentEndEvent:
-                return root
-            else:
-                raise InputError(f"unexpected YAML event {cls.__name__}", _line(ev))
-            # Attach the value to the open collection (or make it the document's root).
-            if frame is None:
+        # Each node, once complete, joins the collection open around it (or is the root): a
+        # sequence's next item, or a mapping's next key, its value, or a merge key's mappings.
+        for value, size, ev in self._nodes(stack):
+            if not stack:
                 root = value
                 continue
+            frame = stack[-1]
             frame.size += size
             items = frame.items
             if type(items) is list:
@@ -342,14 +312,59 @@ class _Builder:
                     raise InputError("a mapping key that is a collection", _line(ev))
                 frame.key = value
             elif frame.key is _MERGE:
-                group = value if isinstance(value, list) else [value]
-                if not all(isinstance(m, dict) for m in group):
-                    raise InputError("a merge key (<<) needs mappings", _line(ev))
-                frame.merges.append(group)
-                frame.key = _NO_KEY
+                _merge_into(frame, value, ev)
             else:
                 items[frame.key] = value
                 frame.key = _NO_KEY
+        return root
+
+    def _nodes(self, stack: list[_Frame]) -> Iterator[tuple[Any, int, Any]]:
+        """The document's nodes as each is complete (a scalar, an alias, a collection at its
+        end), with its size and event, until the document ends; a collection is pushed on
+        ``stack`` when it starts and popped when it ends."""
+        get_event = self.loader.get_event
+        anchors: dict[str, tuple[Any, int, bool]] = {}  # value, size, still open
+        scalar_event, end_events = yaml.ScalarEvent, (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+        start_events = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+        while True:
+            ev: Any = get_event()
+            cls = type(ev)
+            if cls is scalar_event:
+                value = ev.value if ev.tag is None and not ev.implicit[0] else self._scalar(ev)
+                if ev.anchor is not None:
+                    anchors[ev.anchor] = (value, 1, False)
+                yield value, 1, ev
+            elif cls in start_events:
+                stack.append(self._open(ev, len(stack), cls is yaml.SequenceStartEvent))
+                if ev.anchor is not None:
+                    anchors[ev.anchor] = (None, 0, True)
+            elif cls in end_events:
+                done = stack.pop()
+                yield _closed(done, anchors), done.size, done.start
+            elif cls is yaml.AliasEvent:
+                yield (*self._alias(ev, anchors), ev)
+            elif cls is yaml.DocumentEndEvent:
+                return
+            else:
+                raise InputError(f"unexpected YAML event {cls.__name__}", _line(ev))
+
+
+def _closed(done: _Frame, anchors: dict[str, tuple[Any, int, bool]]) -> Any:
+    """The value of a collection just ended (its merge keys applied), recorded under its anchor."""
+    value = _merged(done.merges, done.items) if done.merges else done.items
+    if done.anchor is not None:
+        anchors[done.anchor] = (value, done.size, False)
+    return value
+
+
+def _merge_into(frame: _Frame, value: Any, ev: Any) -> None:
+    """The value of a merge key (``<<``): a mapping or a list of them, merged when the mapping
+    ends (_merged)."""
+    group = value if isinstance(value, list) else [value]
+    if not all(isinstance(m, dict) for m in group):
+        raise InputError("a merge key (<<) needs mappings", _line(ev))
+    frame.merges.append(group)
+    frame.key = _NO_KEY
 
 
 def _merged(merges: list[list[dict[Any, Any]]], explicit: dict[Any, Any]) -> dict[Any, Any]:

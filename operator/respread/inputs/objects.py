@@ -524,6 +524,31 @@ def _policy(raw: Mapping[str, Any], where: str, key: str) -> Policy | None:
         raise FieldError(f"{where}.{key}", f"must be Honor or Ignore, got {shown(value)}") from None
 
 
+def _when(raw: Mapping[str, Any], where: str) -> When:
+    try:
+        when_raw = raw.get("whenUnsatisfiable")
+        return When(when_raw if isinstance(when_raw, str) else "")
+    except ValueError:
+        raise FieldError(
+            f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
+        ) from None
+
+
+def _min_domains(raw: Mapping[str, Any], where: str, when: When) -> int | None:
+    min_domains = raw.get("minDomains")
+    if min_domains is None:
+        return None
+    if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
+        raise FieldError(f"{where}.minDomains", "must be greater than zero")
+    if min_domains > INT32_MAX:
+        raise FieldError(f"{where}.minDomains", f"out of range for an int32: {shown(min_domains)}")
+    if when is not When.DO_NOT_SCHEDULE:
+        raise FieldError(
+            f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
+        )
+    return min_domains
+
+
 def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> SpreadConstraint:
     """One topology spread constraint, validated as the API server validates it (section 9)."""
     intern = intern or _Interner()
@@ -535,25 +560,8 @@ def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> 
     key = _str(raw, where, "topologyKey")
     if not key:
         raise FieldError(f"{where}.topologyKey", "must not be empty")
-    try:
-        when_raw = raw.get("whenUnsatisfiable")
-        when = When(when_raw if isinstance(when_raw, str) else "")
-    except ValueError:
-        raise FieldError(
-            f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
-        ) from None
-    min_domains = raw.get("minDomains")
-    if min_domains is not None:
-        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
-            raise FieldError(f"{where}.minDomains", "must be greater than zero")
-        if min_domains > INT32_MAX:
-            raise FieldError(
-                f"{where}.minDomains", f"out of range for an int32: {shown(min_domains)}"
-            )
-        if when is not When.DO_NOT_SCHEDULE:
-            raise FieldError(
-                f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
-            )
+    when = _when(raw, where)
+    min_domains = _min_domains(raw, where, when)
     keys = _list(raw, where, "matchLabelKeys")
     if any(not isinstance(k, str) or not k for k in keys):
         raise FieldError(f"{where}.matchLabelKeys", "keys must be non-empty strings")

@@ -7,6 +7,53 @@ and bounds); the CRD's CEL rules are respread.inputs.policy's own checks.
 
 from typing import Any
 
+_DOMAINS_MAX_OR_MIN: dict[str, Any] = {
+    "properties": {"name": {"maxLength": 253, "type": "string"}, "pods": {"type": "integer"}},
+    "type": "object",
+}
+
+_WORKLOAD: dict[str, Any] = {
+    "properties": {
+        "kind": {"maxLength": 253, "type": "string"},
+        "name": {"maxLength": 253, "type": "string"},
+    },
+    "type": "object",
+}
+
+_SELECTOR_FIELDS: dict[str, Any] = {
+    "matchExpressions": {
+        "items": {
+            "properties": {
+                "key": {"maxLength": 317, "minLength": 1, "type": "string"},
+                "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist"], "type": "string"},
+                "values": {
+                    "items": {"maxLength": 63, "type": "string"},
+                    "maxItems": 256,
+                    "type": "array",
+                },
+            },
+            "required": ["key", "operator"],
+            "type": "object",
+            "x-kubernetes-validations": [
+                {
+                    "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
+                    "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
+                }
+            ],
+        },
+        "maxItems": 32,
+        "type": "array",
+    },
+    "matchLabels": {"additionalProperties": {"maxLength": 63, "type": "string"}, "type": "object"},
+}
+
+_INTERVAL_OR_READY_TIMEOUT_RULES: list[Any] = [
+    {
+        "message": "must be at least 10s",
+        "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
+    }
+]
+
 SCHEMA: dict[str, Any] = {
     "description": "RebalancePolicy configures respread: which workloads are scanned for Pod Topology Spread Constraint violations, how often, and whether (and how carefully) pods are evicted so the scheduler places their replacements where the constraints want them.",
     "properties": {
@@ -246,12 +293,7 @@ SCHEMA: dict[str, Any] = {
                                     "maxLength": 64,
                                     "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                                     "type": "string",
-                                    "x-kubernetes-validations": [
-                                        {
-                                            "message": "must be at least 10s",
-                                            "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
-                                        }
-                                    ],
+                                    "x-kubernetes-validations": _INTERVAL_OR_READY_TIMEOUT_RULES,
                                 },
                                 "when": {
                                     "default": "WhenEvictionBlocked",
@@ -300,12 +342,7 @@ SCHEMA: dict[str, Any] = {
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
-                            "x-kubernetes-validations": [
-                                {
-                                    "message": "must be at least 10s",
-                                    "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
-                                }
-                            ],
+                            "x-kubernetes-validations": _INTERVAL_OR_READY_TIMEOUT_RULES,
                         },
                     },
                     "type": "object",
@@ -322,42 +359,7 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "namespaceSelector": {
                             "description": "A label selector on Namespace objects; absent means every namespace.",
-                            "properties": {
-                                "matchExpressions": {
-                                    "items": {
-                                        "properties": {
-                                            "key": {
-                                                "maxLength": 317,
-                                                "minLength": 1,
-                                                "type": "string",
-                                            },
-                                            "operator": {
-                                                "enum": ["In", "NotIn", "Exists", "DoesNotExist"],
-                                                "type": "string",
-                                            },
-                                            "values": {
-                                                "items": {"maxLength": 63, "type": "string"},
-                                                "maxItems": 256,
-                                                "type": "array",
-                                            },
-                                        },
-                                        "required": ["key", "operator"],
-                                        "type": "object",
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
-                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
-                                            }
-                                        ],
-                                    },
-                                    "maxItems": 32,
-                                    "type": "array",
-                                },
-                                "matchLabels": {
-                                    "additionalProperties": {"maxLength": 63, "type": "string"},
-                                    "type": "object",
-                                },
-                            },
+                            "properties": _SELECTOR_FIELDS,
                             "type": "object",
                             "x-kubernetes-map-type": "atomic",
                         },
@@ -381,42 +383,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "podSelector": {
                             "description": "A label selector limiting which pods may be evicted (every matching pod is still counted); absent means every pod.",
-                            "properties": {
-                                "matchExpressions": {
-                                    "items": {
-                                        "properties": {
-                                            "key": {
-                                                "maxLength": 317,
-                                                "minLength": 1,
-                                                "type": "string",
-                                            },
-                                            "operator": {
-                                                "enum": ["In", "NotIn", "Exists", "DoesNotExist"],
-                                                "type": "string",
-                                            },
-                                            "values": {
-                                                "items": {"maxLength": 63, "type": "string"},
-                                                "maxItems": 256,
-                                                "type": "array",
-                                            },
-                                        },
-                                        "required": ["key", "operator"],
-                                        "type": "object",
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
-                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
-                                            }
-                                        ],
-                                    },
-                                    "maxItems": 32,
-                                    "type": "array",
-                                },
-                                "matchLabels": {
-                                    "additionalProperties": {"maxLength": 63, "type": "string"},
-                                    "type": "object",
-                                },
-                            },
+                            "properties": _SELECTOR_FIELDS,
                             "type": "object",
                             "x-kubernetes-map-type": "atomic",
                         },
@@ -476,13 +443,7 @@ SCHEMA: dict[str, Any] = {
                                 "maxItems": 8,
                                 "type": "array",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "required": ["namespace", "workload"],
                         "type": "object",
@@ -550,13 +511,7 @@ SCHEMA: dict[str, Any] = {
                                 "maxProperties": 16,
                                 "type": "object",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },
@@ -604,13 +559,7 @@ SCHEMA: dict[str, Any] = {
                                 "type": "string",
                             },
                             "targetReplicas": {"type": "integer"},
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },
@@ -636,20 +585,8 @@ SCHEMA: dict[str, Any] = {
                                 "description": "The eligible domains, the fullest and the emptiest.",
                                 "properties": {
                                     "count": {"type": "integer"},
-                                    "max": {
-                                        "properties": {
-                                            "name": {"maxLength": 253, "type": "string"},
-                                            "pods": {"type": "integer"},
-                                        },
-                                        "type": "object",
-                                    },
-                                    "min": {
-                                        "properties": {
-                                            "name": {"maxLength": 253, "type": "string"},
-                                            "pods": {"type": "integer"},
-                                        },
-                                        "type": "object",
-                                    },
+                                    "max": _DOMAINS_MAX_OR_MIN,
+                                    "min": _DOMAINS_MAX_OR_MIN,
                                 },
                                 "type": "object",
                             },
@@ -676,13 +613,7 @@ SCHEMA: dict[str, Any] = {
                                 "enum": ["DoNotSchedule", "ScheduleAnyway"],
                                 "type": "string",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },

@@ -28,9 +28,8 @@ from respread.core.annotations import (
     FIELD_MANAGER,
     ReleaseAction,
 )
+from respread.kube.client import MERGE_PATCH
 from respread.scheduling.controller import parse_cost
-
-MERGE_PATCH = "application/merge-patch+json"
 
 
 class CostResult(StrEnum):
@@ -152,15 +151,7 @@ def _patch(
     """A JSON merge patch of these annotations (None: removed), as respread's field manager,
     refused by the API server (409) if the pod changed since `resource_version` was read."""
     body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
-    response = core.patch_namespaced_pod(
-        name,
-        namespace,
-        body,
-        field_manager=FIELD_MANAGER,
-        _content_type=MERGE_PATCH,
-        _preload_content=False,
-    )
-    drain(response)
+    drain(core.patch_namespaced_pod(name, namespace, body, **MERGE_PATCH))
 
 
 def drain(response: Any) -> None:

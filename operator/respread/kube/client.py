@@ -8,12 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Final, cast
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from respread.core.annotations import FIELD_MANAGER
 
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
 
@@ -22,11 +25,16 @@ class KubeError(RuntimeError):
     """The API server could not be reached or refused a request; the message says which."""
 
 
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client for ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+def api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """A client for ``kubeconfig`` (a path, or several joined by ':' as in $KUBECONFIG), else
+    $KUBECONFIG or ~/.kube/config, else in-cluster; ``context`` names a kubeconfig context
+    other than the current one."""
     try:
-        if kubeconfig is not None:
-            return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))
+        if kubeconfig is not None or context is not None:
+            return cast(
+                client.ApiClient,
+                config.new_client_from_config(config_file=kubeconfig, context=context),
+            )
         try:
             return cast(client.ApiClient, config.new_client_from_config())
         except (ConfigException, FileNotFoundError, TypeError):
@@ -34,7 +42,21 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
             return client.ApiClient()
     except (ConfigException, FileNotFoundError, OSError) as err:
         where = kubeconfig or "the default kubeconfig or the in-cluster service account"
+        if context is not None:
+            where += f" (context {context})"
         raise KubeError(f"cannot load credentials from {where}: {err}") from None
+
+
+def context_namespace(kubeconfig: str | None = None, context: str | None = None) -> str | None:
+    """The namespace the kubeconfig's context (the current one unless ``context``) names, as
+    kubectl reads it; None if it names none or there is no kubeconfig."""
+    try:
+        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    except (ConfigException, FileNotFoundError, OSError, TypeError):
+        return None
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else None
 
 
 def get_json(
@@ -174,3 +196,26 @@ def with_timeouts(api: client.ApiClient, timeouts: Timeouts) -> client.ApiClient
         inner = inner.inner
     api.rest_client = _TimedRest(inner, timeouts)
     return api
+
+
+# A JSON merge patch as respread's field manager, its response left unparsed (the caller reads
+# what it needs, or drains it, so the connection is reused).
+MERGE_PATCH: Final[dict[str, Any]] = {
+    "field_manager": FIELD_MANAGER,
+    "_content_type": "application/merge-patch+json",
+    "_preload_content": False,
+}
+
+
+@contextmanager
+def listing(kind: str, server: str) -> Iterator[None]:
+    """A list request's refusal or transport error as a one-line KubeError naming the kind and
+    the server."""
+    try:
+        yield
+    except ApiException as err:
+        raise KubeError(
+            f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
+        ) from None
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise KubeError(f"cannot reach the API server at {server}: {err}") from None

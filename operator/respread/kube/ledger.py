@@ -17,10 +17,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import KubeError
-
-MERGE_PATCH = "application/merge-patch+json"
-FIELD_MANAGER = "respread"
+from respread.core.annotations import FIELD_MANAGER
+from respread.kube.client import MERGE_PATCH, KubeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +81,7 @@ def write_ledger(
             )
         else:
             patch = {"metadata": {"resourceVersion": resource_version}, "data": changes}
-            response = core.patch_namespaced_config_map(
-                name,
-                namespace,
-                patch,
-                field_manager=FIELD_MANAGER,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
+            response = core.patch_namespaced_config_map(name, namespace, patch, **MERGE_PATCH)
         response.read()
     except ApiException as err:
         if err.status == 409:

@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from respread.report.status import Condition
+from respread.report import stored
+from respread.report.model import Condition, ConditionStatus, ConditionType
 
-CACHE_STALE = "CacheStale"
-SCAN_STALLED = "ScanStalled"
+CACHE_STALE = ConditionType.CACHE_STALE
+SCAN_STALLED = ConditionType.SCAN_STALLED
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,18 +37,13 @@ class Verdict:
 HEALTHY = Verdict()
 
 
-def _had(previous: Mapping[str, Any] | None, kind: str) -> bool:
-    for c in (previous or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return True
-    return False
+def _had(previous: Mapping[str, Any] | None, kind: ConditionType) -> bool:
+    return kind in stored.conditions(previous)
 
 
-def _was_true(previous: Mapping[str, Any] | None, kind: str) -> bool:
-    for c in (previous or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c.get("status") == "True"
-    return False
+def _was_true(previous: Mapping[str, Any] | None, kind: ConditionType) -> bool:
+    c = stored.conditions(previous).get(kind)
+    return c is not None and c.status is ConditionStatus.TRUE
 
 
 def health_conditions(verdict: Verdict, previous: Mapping[str, Any] | None) -> list[Condition]:
@@ -74,8 +70,8 @@ def with_health(conditions: Sequence[Condition], verdict: Verdict) -> list[Condi
         return list(conditions)
     message = verdict.stalled or verdict.stale
     return [
-        Condition("ScanSucceeded", False, verdict.failed, message)
-        if c.type == "ScanSucceeded"
+        Condition(ConditionType.SCAN_SUCCEEDED, False, verdict.failed, message)
+        if c.type is ConditionType.SCAN_SUCCEEDED
         else c
         for c in conditions
     ]
@@ -86,7 +82,7 @@ def health_events(
 ) -> list[tuple[str, bool, str]]:
     """(reason, warning, message) for each condition that turns: CacheStale and ScanStalled
     when they start, CacheCurrent and ScanWithinDeadline when they end."""
-    out = []
+    out: list[tuple[str, bool, str]] = []
     stale_before = _was_true(previous, CACHE_STALE)
     if verdict.stale and not stale_before:
         out.append((CACHE_STALE, True, f"not acting: {verdict.stale}"))

@@ -35,7 +35,7 @@ from respread.kube.evictions import Outcome, Result, evict
 from respread.kube.writer import post_event
 from respread.remedies.evict.premises import Evicted, changed_since_plan
 from respread.remedies.evict.steps import Move
-from respread.report.status import Execution
+from respread.report.model import Execution, StepStatus
 from respread.runtime import metrics
 from respread.runtime.cache import ClusterCache
 from respread.runtime.freshness import Freshness
@@ -46,6 +46,12 @@ log = logging.getLogger(__name__)
 
 # One policy evicts at a time, whatever the number of policies.
 ENFORCEMENT = asyncio.Lock()
+
+EXECUTED = {  # what an eviction request's answer makes of its plan step
+    Result.EVICTED: StepStatus.EVICTED,
+    Result.BLOCKED: StepStatus.BLOCKED,
+    Result.FAILED: StepStatus.FAILED,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +99,8 @@ def _pod_changed(move: Move, current: Pod | None) -> bool:
 
 def _deferred(moves: Sequence[Move], why: str) -> list[Execution]:
     return [
-        Execution(m.pod.namespace, m.pod.name, "Deferred", f"not evicted: {why}") for m in moves
+        Execution(m.pod.namespace, m.pod.name, StepStatus.DEFERRED, f"not evicted: {why}")
+        for m in moves
     ]
 
 
@@ -176,14 +183,16 @@ async def _one(job: Enforcing, move: Move) -> Execution:
     pods = {(p.namespace, p.name): p for p in job.cache.snapshot().pods}
     if _pod_changed(move, pods.get((move.pod.namespace, move.pod.name))):
         why = "the pod changed since the scan; not evicted"
-        return Execution(move.pod.namespace, move.pod.name, "Failed", why)
+        return Execution(move.pod.namespace, move.pod.name, StepStatus.FAILED, why)
     held = await _reserve(job, move)
     if held:
-        return Execution(move.pod.namespace, move.pod.name, "Deferred", held)
+        return Execution(move.pod.namespace, move.pod.name, StepStatus.DEFERRED, held)
     job.guard.check()
     job.sent = True
     outcome = await _evict(job, move)
-    execution = Execution(move.pod.namespace, move.pod.name, outcome.result.value, outcome.reason)
+    execution = Execution(
+        move.pod.namespace, move.pod.name, EXECUTED[outcome.result], outcome.reason
+    )
     if outcome.result is Result.EVICTED:
         job.evicted.append(Evicted(move.pod.uid, move.pod.owner))
         job.on_evicted(move)

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from respread.kube.client import Deadline
+from respread.kube.client import Deadline, DeadlineExceededError
 from respread.remedies.evict.premises import plan_expired
+from respread.report.health import HEALTHY, Verdict
 from respread.runtime.acting import Acting, NotLeadingError, always
-from respread.runtime.cache import ClusterCache
+from respread.runtime.cache import CacheBehindError, ClusterCache
 from respread.runtime.heartbeat import Heartbeat
 
 
@@ -150,3 +151,27 @@ class ScanGuard:
     def close(self) -> None:
         """The scan is over (or only reports now): its deadline binds nothing more."""
         self.deadline.close()
+
+
+def halt_verdict(halt: Halt | None) -> Verdict:
+    """What the status says about a scan that stopped acting (HEALTHY: it did not, or it stopped
+    only so that a fresh plan may act at once)."""
+    if halt is None or halt.reason is HaltReason.CHANGED:
+        return HEALTHY
+    if halt.reason is HaltReason.DEADLINE:
+        return Verdict(stalled=halt.message)
+    return Verdict(stale=halt.message)
+
+
+def failure_verdict(err: Exception, guard: ScanGuard) -> Verdict:
+    """What the status says about a scan that failed with `err`: past its deadline (stalled),
+    on a cache not known to be current (stale), or neither. A scan halted so that a fresh plan
+    may act (a pause) is planned again at once."""
+    if isinstance(err, Halt) and err.reason.replan:
+        guard.replan = True
+    if isinstance(err, DeadlineExceededError) or guard.left() <= 0:
+        deadline = guard.limits.deadline
+        return Verdict(stalled=f"the scan passed its deadline ({deadline:.0f}s): {err}")
+    if isinstance(err, CacheBehindError | Halt):
+        return Verdict(stale=str(err))
+    return HEALTHY

@@ -1,13 +1,13 @@
 """The eviction ledger as a scan uses it (remedies/evict/ledger.py decides, kube/ledger.py reads
-and writes): which workloads earlier evictions hold, taking a slot before an eviction, and
-giving it back when the eviction was refused."""
+and writes): what it records when a scan plans (the pipeline defers the workloads it holds),
+taking a slot before an eviction, and giving it back when the eviction was refused."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubernetes import client
@@ -17,9 +17,9 @@ from respread.kube.client import KubeError
 from respread.kube.ledger import read_ledger, write_ledger
 from respread.remedies.evict.ledger import (
     LEDGER,
+    LedgerData,
     Recorded,
     expired_keys,
-    held_workloads,
     hold,
     key_of,
     parse_entries,
@@ -64,12 +64,10 @@ class Ledger:
         self.name = name
         self.keep = keep  # the longest cooldown of any policy: no entry is dropped before it
 
-    async def held(
-        self, workloads: Iterable[WorkloadRef], *, cooldown: float, run: str
-    ) -> dict[WorkloadRef, str]:
-        """The workloads earlier evictions (any policy's, any leader's) hold now."""
+    async def recorded(self) -> LedgerData:
+        """The evictions recorded now (any policy's, any leader's), for a scan to plan with."""
         ledger = await asyncio.to_thread(read_ledger, self.api, self.namespace, self.name)
-        return held_workloads(ledger.data, workloads, now=time.time(), cooldown=cooldown, run=run)
+        return ledger.data
 
     async def reserve(self, slot: Slot) -> str:
         """Record the eviction about to be made ("": recorded, go ahead), or say why the

@@ -1,4 +1,15 @@
-"""One scan of one policy: snapshot, analyse, plan, (enforce), report."""
+"""One scan of one policy, the imperative shell around the pure scan (respread.pipeline):
+snapshot the cache, scan, act (Enforce: evict, write costs; surges), write the status, post
+the Events, log and export the metrics; a failed scan is reported in the status.
+
+Enforce acts only on fresh state (docs/operations.md). Every request of a scan is bound by its
+deadline (its guard's, runtime/guard.py). Before an Enforce scan plans, the watch cache is shown
+current (runtime/freshness.py) and the eviction ledger is read: what it records, every policy's
+recent evictions, is the pipeline's input (cooldowns across policies and leaders). The
+evictions go through runtime/enforcing.py, each only while the plan still holds. A scan that
+stopped acting (a Halt) writes no costs and advances no surges, reports what it left undone and
+why, and never says ScanSucceeded=True (False, with DeadlineExceeded or CacheStale).
+"""
 
 from __future__ import annotations
 
@@ -7,135 +18,86 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
 
-from respread.analysis.groups import Analysis, WorkloadRef, analyze, workload_of
-from respread.core.collector import gc_paused
+from respread.analysis.groups import Analysis
 from respread.core.model import ClusterState
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode, RebalancePolicy
-from respread.kube.client import DeadlineExceededError, KubeError, within
+from respread.kube.client import KubeError, within
 from respread.kube.writer import PolicyGoneError, patch_status
-from respread.remedies.choose import (
-    apply_remediation,
-    defer_surged,
-    eviction_blocked,
-    hold_costs,
-)
-from respread.remedies.cost.order import CostPlan, plan_costs
-from respread.remedies.cost.owner import Ownership
+from respread.pipeline import Scan, scan
 from respread.remedies.cost.release import (
     NOT_DELETING,
     CostCounts,
     Lifecycle,
     cost_event,
-    cost_status,
 )
-from respread.remedies.evict.planner import Move, Plan, plan
-from respread.remedies.surge.plan import SurgeReport, plan_surges
-from respread.report.build import build_report
-from respread.report.changes import ViolationKey, change_events, changes
-from respread.report.health import (
-    HEALTHY,
-    Verdict,
-    health_conditions,
-    health_events,
-    with_health,
-)
+from respread.remedies.evict.ledger import LedgerData
+from respread.remedies.evict.planner import Move
+from respread.report.changes import change_events
+from respread.report.contract import conditions_status_json, status_json, status_patch
+from respread.report.health import Verdict, health_conditions, health_events, with_health
+from respread.report.model import DeletionCostStatus, Execution, Report, Status, StepStatus
 from respread.report.status import (
-    Execution,
     build_status,
     cooldowns_status,
+    deletion_cost_status,
     failed_scan_status,
     scan_conditions,
 )
+from respread.report.stored import holds_deletion_cost, scan_failing
 from respread.runtime import metrics, surges
 from respread.runtime.acting import Acting, NotLeadingError, always, check
-from respread.runtime.cache import CATCH_UP, CacheBehindError, ClusterCache
+from respread.runtime.cache import CATCH_UP, ClusterCache
 from respread.runtime.costs import manage_costs, take_back, tally
-from respread.runtime.enforcing import Enforced, Enforcing, Safety, enforce_moves
-from respread.runtime.guard import DEFAULT_LIMITS, Halt, HaltReason, ScanGuard
+from respread.runtime.enforcing import Enforcing, Safety, enforce_moves
+from respread.runtime.guard import DEFAULT_LIMITS, Halt, ScanGuard, failure_verdict, halt_verdict
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.policy_events import tell_policy
 
 log = logging.getLogger(__name__)
 
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+Told = tuple[str, bool, str]  # an Event about the policy: reason, warning, message
 
 
 @dataclass(frozen=True, slots=True)
-class Computed:
-    analysis: Analysis
-    plan: Plan
-    report: dict[str, Any]
-    known: frozenset[ViolationKey]  # the violations known before this scan
-    costs: CostPlan | None = None  # the deletion-cost order, when the policy enables it
-    surge: SurgeReport | None = None  # surge moves planned, skipped and in flight
+class Job:
+    """What one scan of a policy works with: the API server, the watch cache, the policy and
+    its memory, who may act, what keeps it from acting on stale state, and when it began."""
+
+    api: client.ApiClient
+    cache: ClusterCache
+    policy: RebalancePolicy
+    memory: PolicyMemory
+    uid: str | None  # the policy's, for its Events
+    acting: Acting  # leader election: may this replica still write?
+    lifecycle: Lifecycle
+    others: tuple[RebalancePolicy, ...]  # the other policies not being deleted
+    safety: Safety  # its guard (deadline, pauses, watches, plan age), freshness, the ledger
+    now: float  # wall clock, when it began
+
+    @property
+    def guard(self) -> ScanGuard:
+        return self.safety.guard
+
+    @property
+    def run(self) -> str:
+        """This scan's name in the eviction ledger: the policy and when it began (ms)."""
+        return f"{self.policy.name}@{format_rfc3339(self.now)}.{int(self.now * 1000) % 1000:03d}"
 
 
-def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRef]:
-    """Workloads with a pod not Ready yet (pacing: a replacement must be Ready first)."""
-    out = set()
-    for pod in state.pods:
-        if pod.owner is None or pod.terminating or pod.finished:
-            continue
-        if pod.node_name is None or not pod.ready:
-            out.add(workload_of(pod, analysis.index))
-    return out
+@dataclass(frozen=True, slots=True)
+class Acted:
+    """What a scan did: its evictions, its cost writes (counted), the surge steps taken, and
+    why it stopped acting (None: it did not)."""
 
-
-def compute(
-    state: ClusterState,
-    policy: RebalancePolicy,
-    memory: PolicyMemory,
-    now: float,
-    others: Sequence[RebalancePolicy] = (),
-    *,
-    recorded: Mapping[WorkloadRef, str] | None = None,
-) -> Computed:
-    """The pure part of a scan (run in a worker thread: it is CPU-bound). ``others``: the
-    other policies not being deleted (which of them orders a ReplicaSet's costs);
-    ``recorded``: the workloads the eviction ledger holds (any policy's earlier evictions)."""
-    with gc_paused():
-        return _compute(state, policy, memory, now, others, recorded=recorded or {})
-
-
-def _compute(
-    state: ClusterState,
-    policy: RebalancePolicy,
-    memory: PolicyMemory,
-    now: float,
-    others: Sequence[RebalancePolicy],
-    *,
-    recorded: Mapping[WorkloadRef, str],
-) -> Computed:
-    analysis = analyze(state, policy)
-    memory.review(analysis, now, policy.eviction.cooldown)
-    held = (
-        {**recorded, **memory.held(now, unready_workloads(state, analysis))}
-        if policy.mode is Mode.ENFORCE
-        else {}
-    )
-    result = apply_remediation(
-        plan(analysis, policy, now=now, history=memory.last_eviction, held=held), policy
-    )
-    surge = plan_surges(analysis, eviction_blocked(result, policy.remediation.evict), policy, now)
-    result = defer_surged(result, surge.busy)
-    settings = policy.remediation.deletion_cost
-    ownership = Ownership.of(policy.name, others, {n.name: n for n in state.namespaces})
-    ordered = (
-        plan_costs(analysis, settings, memory.cost_memo, ownership) if settings.enabled else None
-    )
-    costs = hold_costs(ordered, surge.busy)
-    report = build_report(analysis, result, policy, memory.previous, costs=costs, surge=surge)
-    known = frozenset(memory.causes)  # every violation of the last scan, not just those shown
-    memory.carry_causes(report)
-    memory.remember(analysis)
-    return Computed(analysis, result, report, known, costs, surge)
+    executions: list[Execution]
+    counts: CostCounts
+    surge_events: list[surges.SurgeEvent]
+    halt: Halt | None = None
 
 
 def _skew(analysis: Analysis, move: Move) -> tuple[str, int]:
@@ -149,7 +111,7 @@ async def _surges(
     api: client.ApiClient,
     cache: ClusterCache,
     policy: RebalancePolicy,
-    computed: Computed,
+    computed: Scan,
     *,
     now: float,
     acting: Acting,
@@ -157,119 +119,38 @@ async def _surges(
 ) -> list[surges.SurgeEvent]:
     """Surge moves: started (Enforce) and advanced; a follower advances them until done."""
     surge = computed.surge
-    if surge is None or not (surge.in_flight or (surge.plans and policy.mode is Mode.ENFORCE)):
+    if not (surge.in_flight or (surge.plans and policy.mode is Mode.ENFORCE)):
         return []
     events = await surges.run_round(api, policy, surge, now, acting)
     surges.follow(api, cache, policy, acting, uid)
     return events
 
 
-def _scan_failing(status: Mapping[str, Any] | None) -> bool:
-    for condition in (status or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "ScanSucceeded":
-            return condition.get("status") == "False"
-    return False
+def _cost_status(
+    result: Scan, counts: CostCounts, previous: Mapping[str, Any] | None
+) -> DeletionCostStatus | None:
+    """`status.deletionCost`: with the remedy on or costs to count; and once written, on with
+    zero counts rather than gone."""
+    if result.costs is not None or counts != CostCounts() or holds_deletion_cost(previous):
+        return deletion_cost_status(counts)
+    return None
 
 
-def _export(policy: RebalancePolicy, report: Mapping[str, Any]) -> None:
+def _export(policy: RebalancePolicy, report: Report) -> None:
     metrics.forget(policy.name)
-    metrics.VIOLATIONS.labels(policy.name).set(report["summary"]["violations"])
-    for v in report["violations"]:
+    metrics.VIOLATIONS.labels(policy.name).set(report.summary.violations)
+    for v in report.violations:
         labels = (
             policy.name,
-            v["namespace"],
-            f"{v['workload']['kind']}/{v['workload']['name']}",
-            v["topologyKey"],
+            v.workload.namespace,
+            f"{v.workload.kind}/{v.workload.name}",
+            v.topology_key,
         )
-        metrics.SKEW.labels(*labels).set(v["skew"])
-        metrics.MISPLACED.labels(*labels).set(v["violatingPods"])
-    metrics.PLANNED.labels(policy.name, "Planned").set(len(report["evictions"]))
-    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report["deferred"]))
-    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report["skipped"]))
-
-
-@dataclass(frozen=True, slots=True)
-class _Scan:
-    """One scan of one policy: what it works with, when it started, its name in the ledger."""
-
-    api: client.ApiClient
-    cache: ClusterCache
-    policy: RebalancePolicy
-    memory: PolicyMemory
-    uid: str | None  # the policy's, for its Events
-    acting: Acting
-    lifecycle: Lifecycle
-    others: Sequence[RebalancePolicy]
-    safety: Safety
-    now: float  # wall clock, when it started
-
-    @property
-    def run(self) -> str:
-        return f"{self.policy.name}@{rfc3339(self.now)}.{int(self.now * 1000) % 1000:03d}"
-
-
-def _verdict(halt: Halt | None) -> Verdict:
-    """What the status says about a scan that stopped acting (HEALTHY: it did not)."""
-    if halt is None or halt.reason is HaltReason.CHANGED:
-        return HEALTHY  # it plans again at once; nothing is wrong
-    if halt.reason is HaltReason.DEADLINE:
-        return Verdict(stalled=halt.message)
-    return Verdict(stale=halt.message)
-
-
-def _error_verdict(err: Exception, guard: ScanGuard) -> Verdict:
-    if isinstance(err, DeadlineExceededError) or guard.left() <= 0:
-        deadline = guard.limits.deadline
-        return Verdict(stalled=f"the scan passed its deadline ({deadline:.0f}s): {err}")
-    if isinstance(err, CacheBehindError | Halt):
-        return Verdict(stale=str(err))
-    return HEALTHY
-
-
-async def _plan(scan: _Scan) -> tuple[ClusterState, Computed]:
-    """Snapshot the cache and plan. In Enforce, the cache is first shown current (a plan only
-    acts from a cache that caught up with the API server after the scan began), and the
-    workloads the eviction ledger holds are deferred."""
-    policy, guard = scan.policy, scan.safety.guard
-    recorded: Mapping[WorkloadRef, str] = {}
-    if policy.mode is Mode.ENFORCE:
-        if scan.safety.freshness is not None:
-            await scan.safety.freshness.establish(min(guard.limits.catch_up, guard.left()))
-        guard.check()
-        if scan.safety.ledger is not None:
-            workloads = _workloads(scan.cache.snapshot())
-            recorded = await scan.safety.ledger.held(
-                workloads, cooldown=policy.eviction.cooldown, run=scan.run
-            )
-    guard.planned()
-    state = scan.cache.snapshot()
-    computed = await asyncio.to_thread(
-        compute, state, policy, scan.memory, scan.now, scan.others, recorded=recorded
-    )
-    return state, computed
-
-
-def _workloads(state: ClusterState) -> set[WorkloadRef]:
-    return {WorkloadRef(w.namespace, w.kind, w.name) for w in state.workloads if w.owner is None}
-
-
-async def _enforce(scan: _Scan, state: ClusterState, computed: Computed) -> Enforced:
-    def on_evicted(move: Move) -> None:
-        key, skew = _skew(computed.analysis, move)
-        scan.memory.record_eviction(move.workload, key, skew, time.time())
-
-    job = Enforcing(
-        scan.api,
-        scan.cache,
-        scan.policy,
-        scan.safety.guard,
-        state,
-        scan.run,
-        freshness=scan.safety.freshness,
-        ledger=scan.safety.ledger,
-        on_evicted=on_evicted,
-    )
-    return await enforce_moves(job, computed.plan.moves)
+        metrics.SKEW.labels(*labels).set(v.skew)
+        metrics.MISPLACED.labels(*labels).set(v.violating_pods)
+    metrics.PLANNED.labels(policy.name, "Planned").set(len(report.evictions))
+    metrics.PLANNED.labels(policy.name, "Deferred").set(len(report.deferred))
+    metrics.PLANNED.labels(policy.name, "Skipped").set(len(report.skipped))
 
 
 async def run_scan(
@@ -290,202 +171,284 @@ async def run_scan(
     before its next request. `safety` (the scan's guard, the freshness proof and the eviction
     ledger): every request of the scan is bound by the guard's deadline."""
     safety = safety or Safety(ScanGuard(DEFAULT_LIMITS, cache, acting=acting))
-    scan = _Scan(
-        api, cache, policy, memory, policy_uid, acting, lifecycle, others, safety, time.time()
+    job = Job(
+        api,
+        cache,
+        policy,
+        memory,
+        policy_uid,
+        acting,
+        lifecycle,
+        tuple(others),
+        safety,
+        time.time(),
     )
+    started = time.monotonic()
     with within(safety.guard.deadline):
         try:
-            return await _run_scan(scan)
+            await _scan(job, started)
+        except PolicyGoneError:
+            log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
+            return False
+        except NotLeadingError:
+            log.warning(
+                "scan of RebalancePolicy %s stopped: this replica no longer leads", policy.name
+            )
+        except Exception as err:  # a failed scan is reported; the operator keeps running
+            _log_failure(job, err)
+            return await _report_failure(job, err)
         finally:
             safety.guard.close()
-
-
-async def _run_scan(scan: _Scan) -> bool:
-    api, cache, policy, memory = scan.api, scan.cache, scan.policy, scan.memory
-    policy_uid, acting, lifecycle, others = scan.uid, scan.acting, scan.lifecycle, scan.others
-    guard, now = scan.safety.guard, scan.now
-    started = time.monotonic()
-    try:
-        await cache.wait_ready(min(CATCH_UP, guard.left()))  # no kind relisting or disconnected
-        await cache.sweep(api, catch_up=min(CATCH_UP, guard.left()))  # if the cache is suspect
-        if lifecycle.deleting_since is not None:
-            await take_back(
-                api,
-                cache,
-                policy,
-                memory,
-                policy_uid,
-                lifecycle=lifecycle,
-                others=others,
-                acting=acting,
-                now=now,
-            )
-            return True
-        state, computed = await _plan(scan)
-        executions: list[Execution] = []
-        halt: Halt | None = None
-        if policy.mode is Mode.ENFORCE and computed.plan.moves:
-            enforced = await _enforce(scan, state, computed)
-            executions, halt = enforced.executions, enforced.halt
-        if halt is None:
-            halt = guard.why_not()
-        if policy.mode is Mode.ENFORCE and halt is None:
-            counts = await manage_costs(
-                api,
-                policy,
-                computed.costs,
-                state,
-                lifecycle=lifecycle,
-                others=others,
-                acting=acting,
-            )
-        else:  # DryRun writes and takes back nothing; nor does a scan that stopped acting
-            counts = tally(
-                state.pods, policy.name, computed.costs, writes=[], releases=None, released=[]
-            )
-        surge_events = (
-            await _surges(api, cache, policy, computed, now=now, acting=acting, uid=policy_uid)
-            if halt is None
-            else []
-        )
-        verdict = _verdict(halt if halt is not None else guard.why_not())
-        if verdict.failed:
-            guard.close()  # past the deadline, or stale: it still says what it did not do
-        previous = memory.previous_status
-        status = build_status(
-            computed.report,
-            policy,
-            rfc3339(now),
-            previous=previous,
-            executions=executions,
-            conditions=with_health(scan_conditions(computed.report), verdict)
-            + health_conditions(verdict, previous),
-            cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
-        )
-        if (
-            computed.costs is not None
-            or counts != CostCounts()
-            or "deletionCost" in (memory.previous_status or {})
-        ):
-            status["deletionCost"] = cost_status(counts)
-        check(acting)
-        await asyncio.to_thread(patch_status, api, policy.name, status)
-        changed = changes(computed.report, computed.known)
-        for reason, warning, message in [
-            *health_events(verdict, previous),
-            *change_events(changed),
-        ]:
-            check(acting)
-            await tell_policy(
-                api,
-                policy,
-                policy_uid,
-                reason,
-                warning=warning,
-                message=message,
-            )
-        told = cost_event(counts)
-        if told is not None:
-            check(acting)
-            reason, warning, message = told
-            await tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
-        for event in surge_events:
-            check(acting)
-            await tell_policy(
-                api,
-                policy,
-                policy_uid,
-                event.reason,
-                warning=event.warning,
-                message=f"{event.workload}: {event.message}",
-            )
-        failed_evictions = [e for e in executions if e.state == "Failed"]
-        if failed_evictions:
-            check(acting)
-            first = failed_evictions[0]
-            await tell_policy(
-                api,
-                policy,
-                policy_uid,
-                "EvictionFailed",
-                warning=True,
-                message=f"{len(failed_evictions)} eviction(s) failed; first "
-                f"{first.namespace}/{first.pod}: {first.reason}",
-            )
-        summary = computed.report["summary"]
-        log.info(
-            "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
-            "%d eviction(s) planned, %d deferred; %d evicted; %.2fs%s",
-            policy.name,
-            policy.mode.value,
-            len(state.pods),
-            len(state.nodes),
-            summary["violations"],
-            len(changed.found),
-            len(changed.resolved),
-            len(computed.report["evictions"]),
-            len(computed.report["deferred"]),
-            sum(1 for e in executions if e.state == "Evicted"),
-            time.monotonic() - started,
-            f"; stopped: {halt.message}" if halt is not None else "",
-        )
-        memory.previous_status = status
-        _export(policy, computed.report)
-        if verdict.failed:
-            metrics.SCAN_FAILURES.labels(policy.name).inc()
-        else:
-            memory.last_scan = now
-            metrics.LAST_SCAN.labels(policy.name).set(now)
-    except PolicyGoneError:
-        log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
-        return False
-    except NotLeadingError:
-        log.warning("scan of RebalancePolicy %s stopped: this replica no longer leads", policy.name)
-    except Exception as err:  # a failed scan is reported; the operator keeps running
-        return await _failed(scan, err)
-    finally:
-        metrics.SCAN_SECONDS.labels(policy.name).observe(time.monotonic() - started)
+            metrics.SCAN_SECONDS.labels(policy.name).observe(time.monotonic() - started)
     return True
 
 
-async def _failed(scan: _Scan, err: Exception) -> bool:
-    """Report a failed scan (False: the policy is gone)."""
-    api, cache, policy, memory = scan.api, scan.cache, scan.policy, scan.memory
-    policy_uid, acting, now, guard = scan.uid, scan.acting, scan.now, scan.safety.guard
-    if isinstance(err, KubeError | Halt):  # the API server away or refusing: no traceback
-        log.error("scan of RebalancePolicy %s failed: %s", policy.name, err)
-    else:
-        log.exception("scan of RebalancePolicy %s failed", policy.name)
-    metrics.SCAN_FAILURES.labels(policy.name).inc()
-    cache.mark_suspect(f"the scan of {policy.name} failed")  # the API server may be away
-    verdict = _error_verdict(err, guard)
-    guard.close()  # the report of the failure goes out even past the deadline
-    if isinstance(err, Halt) and err.reason.replan:
-        guard.replan = True
-    try:
-        if not acting():
-            return True  # a follower writes nothing
-        previous = memory.previous_status
-        status = failed_scan_status(
-            policy,
-            rfc3339(now),
-            f"{type(err).__name__}: {err}",
-            previous=previous,
-            extra=health_conditions(verdict, previous),
+async def _scan(job: Job, started: float) -> None:
+    """Scan, act, write the status, tell; or, for a policy being deleted, take its costs back."""
+    await _caught_up(job)
+    if job.lifecycle.deleting_since is not None:
+        await take_back(
+            job.api,
+            job.cache,
+            job.policy,
+            job.memory,
+            job.uid,
+            lifecycle=job.lifecycle,
+            others=job.others,
+            acting=job.acting,
+            now=job.now,
         )
-        was_failing = _scan_failing(previous)
-        await asyncio.to_thread(patch_status, api, policy.name, status)
+        return
+    state, result = await _plan(job)
+    acted = await _act(job, state, result)
+    verdict = halt_verdict(acted.halt or job.guard.why_not())
+    if verdict.failed:
+        job.guard.close()  # past the deadline, or stale: it still says what it did not do
+    status = _status(job, result, acted, verdict)
+    check(job.acting)
+    await asyncio.to_thread(patch_status, job.api, job.policy.name, status_patch(status))
+    await _tell(job, _events(job, result, acted, verdict))
+    _log_scan(job, state, result, acted, started)
+    _remember(job, status, result.report, verdict)
+
+
+async def _caught_up(job: Job) -> None:
+    """Every kind listed and watched, and, if the cache is suspect (a failed request, a pause),
+    verified against the API server, both within the scan's deadline."""
+    await job.cache.wait_ready(min(CATCH_UP, job.guard.left()))
+    await job.cache.sweep(job.api, catch_up=min(CATCH_UP, job.guard.left()))
+
+
+async def _plan(job: Job) -> tuple[ClusterState, Scan]:
+    """Snapshot the cache and scan it (in a worker thread: it is CPU-bound). In Enforce, the
+    cache is first shown current, so that a plan only acts from a cache that caught up with the
+    API server after the scan began, and the ledger's evictions hold their workloads."""
+    recorded = await _fresh(job) if job.policy.mode is Mode.ENFORCE else {}
+    job.guard.planned()  # Halt if the process was paused since the scan began
+    state = job.cache.snapshot()
+    memory = job.memory
+    result = await asyncio.to_thread(
+        scan,
+        state,
+        job.policy,
+        job.now,
+        memory.scan,
+        others=job.others,
+        memo=memory.cost_memo,
+        recorded=recorded,
+    )
+    memory.scan = result.memory
+    return state, result
+
+
+async def _fresh(job: Job) -> LedgerData:
+    """The watch cache shown current, then the eviction ledger as it is now (any policy's, any
+    leader's evictions)."""
+    safety = job.safety
+    if safety.freshness is not None:
+        await safety.freshness.establish(min(job.guard.limits.catch_up, job.guard.left()))
+    job.guard.check()
+    return await safety.ledger.recorded() if safety.ledger is not None else {}
+
+
+async def _act(job: Job, state: ClusterState, result: Scan) -> Acted:
+    """Enforce: the evictions, then the cost writes; surges advanced in either mode. A scan
+    that stopped acting (its evictions halted, or its guard says no now) writes and advances
+    nothing more."""
+    executions, halt = await _evict(job, state, result)
+    halt = halt or job.guard.why_not()
+    if halt is not None:
+        return Acted(executions, _counted(job, state, result), [], halt)
+    if job.policy.mode is Mode.ENFORCE:
+        counts = await manage_costs(
+            job.api,
+            job.policy,
+            result.costs,
+            state,
+            lifecycle=job.lifecycle,
+            others=job.others,
+            acting=job.acting,
+        )
+    else:  # DryRun writes and takes back nothing
+        counts = _counted(job, state, result)
+    surge_events = await _surges(
+        job.api, job.cache, job.policy, result, now=job.now, acting=job.acting, uid=job.uid
+    )
+    return Acted(executions, counts, surge_events)
+
+
+def _counted(job: Job, state: ClusterState, result: Scan) -> CostCounts:
+    """The deletion costs as they stand, nothing written or taken back."""
+    return tally(state.pods, job.policy.name, result.costs, writes=[], releases=None, released=[])
+
+
+async def _evict(
+    job: Job, state: ClusterState, result: Scan
+) -> tuple[list[Execution], Halt | None]:
+    """Enforce: the planned evictions, each only while the plan still holds
+    (runtime/enforcing.py); an evicted pod is remembered (cooldown, loop protection)."""
+    if job.policy.mode is not Mode.ENFORCE or not result.plan.moves:
+        return [], None
+
+    def on_evicted(move: Move) -> None:
+        key, skew = _skew(result.analysis, move)
+        job.memory.record_eviction(move.workload, key, skew, time.time())
+
+    work = Enforcing(
+        job.api,
+        job.cache,
+        job.policy,
+        job.guard,
+        state,
+        job.run,
+        freshness=job.safety.freshness,
+        ledger=job.safety.ledger,
+        on_evicted=on_evicted,
+    )
+    enforced = await enforce_moves(work, result.plan.moves)
+    return enforced.executions, enforced.halt
+
+
+def _status(job: Job, result: Scan, acted: Acted, verdict: Verdict) -> Status:
+    """The status to write: the report, bounded, with the evictions' outcomes, the conditions
+    (ScanSucceeded False, CacheStale and ScanStalled as the verdict says), the cooldowns
+    (after this scan's evictions) and the deletion costs."""
+    memory, policy = job.memory, job.policy
+    previous = memory.previous_status
+    return build_status(
+        result.report,
+        policy,
+        format_rfc3339(job.now),
+        previous=previous,
+        executions=acted.executions,
+        conditions=with_health(scan_conditions(result.report), verdict)
+        + health_conditions(verdict, previous),
+        cooldowns=cooldowns_status(memory.histories(), time.time(), policy.eviction.cooldown),
+        deletion_cost=_cost_status(result, acted.counts, previous),
+    )
+
+
+def _events(job: Job, result: Scan, acted: Acted, verdict: Verdict) -> list[Told]:
+    """The Events a scan posts about its policy, in order: CacheStale and ScanStalled turning,
+    the violations found and resolved, the costs, the surges, the evictions that failed."""
+    out = health_events(verdict, job.memory.previous_status)
+    out.extend(change_events(result.changes))
+    told = cost_event(acted.counts)
+    if told is not None:
+        out.append(told)
+    out.extend((e.reason, e.warning, f"{e.workload}: {e.message}") for e in acted.surge_events)
+    failed = [e for e in acted.executions if e.state is StepStatus.FAILED]
+    if failed:
+        first = failed[0]
+        out.append(
+            (
+                "EvictionFailed",
+                True,
+                f"{len(failed)} eviction(s) failed; first {first.namespace}/{first.pod}: "
+                f"{first.reason}",
+            )
+        )
+    return out
+
+
+async def _tell(job: Job, events: Sequence[Told]) -> None:
+    for reason, warning, message in events:
+        check(job.acting)
+        await tell_policy(job.api, job.policy, job.uid, reason, warning=warning, message=message)
+
+
+def _remember(job: Job, status: Status, report: Report, verdict: Verdict) -> None:
+    """What the next scan starts from, and the metrics: a scan that stopped acting counts as
+    failed, and does not count as the policy's last scan (liveness)."""
+    memory, name = job.memory, job.policy.name
+    memory.previous_status = status_json(status)
+    _export(job.policy, report)
+    if verdict.failed:
+        metrics.SCAN_FAILURES.labels(name).inc()
+        return
+    memory.last_scan = job.now
+    metrics.LAST_SCAN.labels(name).set(job.now)
+
+
+def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started: float) -> None:
+    report = result.report
+    log.info(
+        "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
+        "%d eviction(s) planned, %d deferred; %d evicted; %.2fs%s",
+        job.policy.name,
+        job.policy.mode.value,
+        len(state.pods),
+        len(state.nodes),
+        report.summary.violations,
+        len(result.changes.found),
+        len(result.changes.resolved),
+        len(report.evictions),
+        len(report.deferred),
+        sum(1 for e in acted.executions if e.state is StepStatus.EVICTED),
+        time.monotonic() - started,
+        f"; stopped: {acted.halt.message}" if acted.halt is not None else "",
+    )
+
+
+def _log_failure(job: Job, err: Exception) -> None:
+    name = job.policy.name
+    if isinstance(err, KubeError | Halt):  # the API server away or refusing: no traceback
+        log.error("scan of RebalancePolicy %s failed: %s", name, err)
+    else:
+        log.error("scan of RebalancePolicy %s failed", name, exc_info=err)
+    metrics.SCAN_FAILURES.labels(name).inc()
+    job.cache.mark_suspect(f"the scan of {name} failed")  # the API server may be away
+
+
+async def _report_failure(job: Job, err: Exception) -> bool:
+    """Write the failed scan into the status (CacheStale or ScanStalled when that is why; an
+    Event when scans start failing, and when those turn); False when the policy turned out not
+    to exist any more. The report goes out even past the scan's deadline."""
+    policy, memory = job.policy, job.memory
+    verdict = failure_verdict(err, job.guard)
+    job.guard.close()
+    try:
+        if not job.acting():
+            return True  # a follower writes nothing
+        reason = f"{type(err).__name__}: {err}"
+        previous = memory.previous_status
+        failed = conditions_status_json(
+            failed_scan_status(
+                policy,
+                format_rfc3339(job.now),
+                reason,
+                previous=previous,
+                extra=health_conditions(verdict, previous),
+            )
+        )
+        await asyncio.to_thread(patch_status, job.api, policy.name, failed)
         told = health_events(verdict, previous)
-        if not was_failing:  # an Event when scans start failing, not for every failure
-            told.append(("ScanFailed", True, f"{type(err).__name__}: {err}"))
-        for reason, warning, message in told:
-            await tell_policy(api, policy, policy_uid, reason, warning=warning, message=message)
+        if not scan_failing(previous):  # an Event when scans start failing, not for every one
+            told.append(("ScanFailed", True, reason))
+        await _tell(job, told)
         # The object now says the scan failed: the next scan's conditions transition from
         # there (the last good report, its violations and their `since`, stays as it was).
-        memory.previous_status = {
-            **(memory.previous_status or {}),
-            "conditions": status["conditions"],
-        }
+        memory.previous_status = {**(previous or {}), "conditions": failed["conditions"]}
     except PolicyGoneError:
         log.info("RebalancePolicy %s no longer exists; it is not scanned any more", policy.name)
         return False

@@ -16,6 +16,7 @@ from respread.inputs.policy import PolicyError, parse_policy
 from respread.inputs.policy_schema import SCHEMA
 from tests.policy_corpus import CASES, EXCEPTIONS, policy
 from tests.support.paths import REPO
+from tests.support.tables import cases
 
 CRD = REPO / "crds" / "rebalancepolicy.yaml"
 
@@ -33,7 +34,7 @@ def verdict(doc: dict[str, Any]) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("doc", "accepts"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@cases(("doc", "accepts"), CASES)
 def test_cli_verdict_is_the_api_servers(
     request: pytest.FixtureRequest, doc: Any, accepts: bool
 ) -> None:

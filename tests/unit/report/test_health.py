@@ -13,7 +13,7 @@ from respread.report.health import (
     health_events,
     with_health,
 )
-from respread.report.status import Condition
+from respread.report.model import Condition, ConditionType
 
 STALE = Verdict(stale="the watches of Pod are failing")
 STALLED = Verdict(stalled="the scan passed its deadline (120s); 3 eviction(s) not made")
@@ -43,9 +43,9 @@ def test_absent_while_never_met_then_true_then_false_for_good() -> None:
 
 def test_a_scan_that_met_either_did_not_succeed() -> None:
     base = [
-        Condition("Ready", True, "Scanning", ""),
-        Condition("ScanSucceeded", True, "ScanCompleted", "3 nodes"),
-        Condition("Balanced", False, "ViolationsFound", ""),
+        Condition(ConditionType.READY, True, "Scanning", ""),
+        Condition(ConditionType.SCAN_SUCCEEDED, True, "ScanCompleted", "3 nodes"),
+        Condition(ConditionType.BALANCED, False, "ViolationsFound", ""),
     ]
     assert with_health(base, HEALTHY) == base
     stalled = {c.type: c for c in with_health(base, STALLED)}

@@ -16,13 +16,13 @@ import pytest
 from kubernetes import client
 
 from respread.analysis.groups import WorkloadRef
-from respread.core.model import Labels, OwnerRef, Pod, PodSpec
+from respread.core.model import OwnerRef, Pod
 from respread.inputs.policy import parse_policy
 from respread.kube.client import KubeError
 from respread.kube.evictions import Outcome, Result
 from respread.kube.freshness import Probe
 from respread.kube.ledger import LedgerObject
-from respread.remedies.evict.ledger import key_of, parse_entries
+from respread.remedies.evict.ledger import held_workloads, key_of, parse_entries
 from respread.remedies.evict.steps import Move
 from respread.runtime import enforcing, freshness, ledger
 from respread.runtime.acting import NotLeadingError
@@ -33,6 +33,8 @@ from respread.runtime.guard import Halt, HaltReason, ScanGuard, ScanLimits
 from respread.runtime.heartbeat import Heartbeat, PauseSettings
 from respread.runtime.ledger import Ledger, Slot
 from respread.runtime.reflector import WatchPosition
+from tests.support import builders as make
+from tests.support.manifests import manifest
 
 API = cast(client.ApiClient, client.ApiClient(client.Configuration()))
 
@@ -51,27 +53,8 @@ def synced_cache(*pods: Pod) -> ClusterCache:
         cache.begin_listing(w.kind)
         cache.end_listing(w.kind, set())
     for p in pods:
-        cache.apply("Pod", "ADDED", pod_doc(p))
+        cache.apply("Pod", "ADDED", manifest(p))
     return cache
-
-
-def pod_doc(p: Pod) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": p.name,
-            "namespace": p.namespace,
-            "uid": p.uid,
-            "labels": dict(p.labels),
-            "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc",
-                 "uid": "rs", "controller": True}
-            ],
-        },
-        "spec": {"nodeName": p.node_name, "containers": [{"name": "c"}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }  # fmt: skip
 
 
 # ---- the heartbeat -----------------------------------------------------------------------
@@ -350,7 +333,8 @@ def test_two_policies_get_one_slot_between_them(configmap: FakeConfigMap) -> Non
     assert configmap.data is not None
     (entry,) = parse_entries(configmap.data[key_of(WEB)])
     assert (entry.pod, entry.planned) == ("web-u1", 1.7e9)
-    held = asyncio.run(book.held([WEB], cooldown=600.0, run="c@1"))
+    recorded = asyncio.run(book.recorded())
+    held = held_workloads(recorded, [WEB], now=time.time(), cooldown=600.0)
     assert list(held) == [WEB]
 
 
@@ -376,10 +360,9 @@ def test_a_refused_eviction_gives_its_slot_back(configmap: FakeConfigMap) -> Non
 
 
 def pod(name: str, node: str = "a1") -> Pod:
-    return Pod(
-        "shop", name, Labels({"app": "web"}), PodSpec(), node,
-        owner=OwnerRef("ReplicaSet", "web-abc"), uid=f"uid-{name}",
-    )  # fmt: skip
+    """A pod of Deployment shop/web (its ReplicaSet web-abc) on `node`."""
+    owner = OwnerRef("ReplicaSet", "web-abc")
+    return make.pod(name, node, make.APP_WEB, namespace="shop", owner=owner, uid=f"uid-{name}")
 
 
 def move(p: Pod) -> Move:
@@ -448,9 +431,7 @@ def test_a_change_since_the_plan_stops_the_evictions_and_asks_for_a_new_plan(
     cache = synced_cache(*pods)
     g = guard(Clock(), cache)
     work = job(cache, g)
-    doc = pod_doc(pods[2])
-    doc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # someone deletes web-3
-    cache.apply("Pod", "MODIFIED", doc)
+    cache.apply("Pod", "MODIFIED", manifest(replace(pods[2], terminating=True)))  # deleted
     done = asyncio.run(enforce_moves(work, [move(p) for p in pods]))
     assert evictions.sent == []
     assert done.halt is not None and done.halt.reason is HaltReason.CHANGED

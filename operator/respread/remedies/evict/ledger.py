@@ -17,7 +17,8 @@ overlapping policies never add up past maxPerWorkload within a cooldown, and del
 recreating a policy resets nothing.
 
 Pure: the caller gives the ConfigMap's data and the time; this says what it means and what to
-write.
+write. The pipeline (respread.pipeline.scan) takes the data as read when a scan plans
+(`LedgerData`) and defers the workloads it holds.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from respread.analysis.groups import WorkloadRef
-from respread.core.timestamps import parse_rfc3339
+from respread.core.timestamps import format_rfc3339, parse_rfc3339
 
 LEDGER = "respread-evictions"  # the ConfigMap's name
 KEY_LIMIT = 253  # a ConfigMap key's length
 ENTRIES_LIMIT = 64  # per workload: far more than any cap within a cooldown
+
+LedgerData = Mapping[str, str]  # the ConfigMap's data: a workload's key -> its entries (JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +74,6 @@ def _time(value: object) -> float | None:
         return None
 
 
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _entry(raw: object) -> Recorded | None:
     if not isinstance(raw, Mapping):
         return None
@@ -104,11 +102,11 @@ def _rendered(e: Recorded) -> dict[str, str]:
         "uid": e.uid,
         "policy": e.policy,
         "run": e.run,
-        "at": _rfc3339(e.at),
-        "until": _rfc3339(e.until),
+        "at": format_rfc3339(e.at, micro=True),
+        "until": format_rfc3339(e.until, micro=True),
     }
     if e.planned is not None:
-        out["planned"] = _rfc3339(e.planned)
+        out["planned"] = format_rfc3339(e.planned, micro=True)
     return out
 
 
@@ -142,15 +140,16 @@ def hold(
 
 
 def held_workloads(
-    data: Mapping[str, str],
+    data: LedgerData,
     workloads: Iterable[WorkloadRef],
     *,
     now: float,
     cooldown: float,
-    run: str,
+    run: str = "",
 ) -> dict[WorkloadRef, str]:
     """The workloads that earlier scans' evictions (any policy's) hold now, with why: what the
-    planner defers. (The cap within this scan is the planner's own.)"""
+    planner defers. (The cap within this scan is the planner's own.) `run`: the scan asking,
+    whose own entries do not hold it (a scan that has not evicted yet has none)."""
     out = {}
     for workload in workloads:
         why = hold(
@@ -179,7 +178,7 @@ def without(entries: Iterable[Recorded], uid: str) -> tuple[Recorded, ...]:
     return tuple(e for e in entries if e.uid != uid)
 
 
-def expired_keys(data: Mapping[str, str], *, now: float, keep: float) -> list[str]:
+def expired_keys(data: LedgerData, *, now: float, keep: float) -> list[str]:
     """Keys none of whose entries holds anybody any more: removed with the next write."""
     return sorted(
         key for key, raw in data.items() if not any(e.holds(now, keep) for e in parse_entries(raw))
