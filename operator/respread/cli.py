@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import logging
 import os
+import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,10 +21,10 @@ import yaml
 from respread import __version__
 from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
-from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
+from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
 from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
-from respread.inputs.documents import InputError, decode
+from respread.inputs.documents import InputError, LeftOut, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import (
     DEFAULT_POLICY,
@@ -44,6 +47,10 @@ SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
 class UsageError(Exception):
     """A problem with the command's input: printed as one line, exit status 2."""
+
+
+class OutputError(UsageError):
+    """The report could not be written (standard output closed, a full disk)."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -69,6 +76,38 @@ def _read_bounded(stream: Any, what: str, budget: int) -> bytes:
                 " (raise it with --max-snapshot-size)"
             )
         chunks.append(chunk)
+
+
+def _read_path(path: Path, what: str, budget: int) -> bytes:
+    """A regular file, or a pipe someone writes to (``<(kubectl get ...)``, a FIFO), read
+    within the budget. A FIFO no one has opened for writing is refused at once, where reading
+    it would wait forever; anything else that is not a regular file (a device, a socket) is
+    refused, where it might never end."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode):
+        with path.open("rb") as stream:
+            return _read_bounded(stream, what, budget)
+    if not stat.S_ISFIFO(mode):
+        _fail(f"{what} is not a regular file or a pipe")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits for a writer
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        try:
+            first = os.read(fd, min(READ_CHUNK, budget + 1))
+        except BlockingIOError:  # a writer is there, and has written nothing yet
+            first = None
+        if first == b"":
+            _fail(f"{what} is a pipe with no writer (start the writer first, or redirect it to -)")
+        if first is not None and len(first) > budget:
+            _fail(f"{what} is larger than the snapshot limit of {budget} bytes")
+        os.set_blocking(fd, True)
+        head = first or b""
+        return head + _read_bounded(stream, what, budget - len(head))
+
+
+def _stdin() -> Any:
+    if sys.stdin is None:
+        _fail("cannot read standard input: it is closed")
+    return sys.stdin.buffer
 
 
 def _text(data: bytes, what: str) -> str:
@@ -99,7 +138,7 @@ def read_snapshot(
 
     for raw in paths:
         if raw == "-":
-            add("<stdin>", _read_bounded(sys.stdin.buffer, "standard input", budget))
+            add("<stdin>", _read_bounded(_stdin(), "standard input", budget))
             continue
         path = Path(raw)
         if path.is_dir():
@@ -114,8 +153,7 @@ def read_snapshot(
             _fail(f"cannot read snapshot {raw}: no such file or directory")
         for f in files:
             try:
-                with f.open("rb") as stream:
-                    data = _read_bounded(stream, f"snapshot {f}", budget)
+                data = _read_path(f, f"snapshot {f}", budget)
             except OSError as err:
                 _fail(f"cannot read snapshot {f}: {err.strerror or err}")
             add(str(f), data)
@@ -176,10 +214,9 @@ def read_policy(path: str | None) -> RebalancePolicy:
     budget = POLICY_MAX_BYTES
     try:
         if path == "-":
-            data = _read_bounded(sys.stdin.buffer, "the policy", budget)
+            data = _read_bounded(_stdin(), "the policy", budget)
         else:
-            with Path(path).open("rb") as stream:
-                data = _read_bounded(stream, f"policy {path}", budget)
+            data = _read_path(Path(path), f"policy {path}", budget)
     except OSError as err:
         _fail(f"cannot read policy {path}: {err.strerror or err}")
     text = _text(data, f"policy {path}")
@@ -187,8 +224,10 @@ def read_policy(path: str | None) -> RebalancePolicy:
         docs = [d for _, d in documents_from_text(text, path, POLICY_LIMITS)]
     except InputError as err:
         _fail(f"policy {path} cannot be read: {err}")
-    except yaml.YAMLError:
-        _fail(f"policy {path} is not valid YAML or JSON")
+    for doc in docs:
+        if isinstance(doc, LeftOut):
+            field = f"field {doc.field}: " if doc.field else ""
+            _fail(f"policy {path} cannot be read: {field}{doc.message}")
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(policies) != 1:
         _fail(f"policy {path} must hold exactly one {KIND}, found {len(policies)}")
@@ -208,31 +247,78 @@ def parse_now(value: str | None) -> float:
 
 
 def emit(data: Any, output: str, text: str | None = None) -> None:
-    if output == "json":
-        json.dump(data, sys.stdout, indent=2, sort_keys=False)
-        sys.stdout.write("\n")
-    elif output == "yaml":
-        yaml.safe_dump(data, sys.stdout, sort_keys=False, default_flow_style=False)
-    else:
-        sys.stdout.write(text or "")
+    """Writes the report; text is made safe for a terminal (JSON and YAML escape control
+    characters themselves). OutputError when it cannot be written."""
+    out = sys.stdout
+    if out is None:
+        raise OutputError("cannot write the report: standard output is closed")
+    try:
+        if output == "json":
+            json.dump(data, out, indent=2, sort_keys=False)
+            out.write("\n")
+        elif output == "yaml":
+            yaml.safe_dump(data, out, sort_keys=False, default_flow_style=False)
+        else:
+            out.write(printable_lines(text or ""))
+        out.flush()
+    except BrokenPipeError:
+        raise  # the reader has gone (`| head`): not an error of respread's
+    except (OSError, ValueError) as err:  # a full disk; a closed stream is a ValueError
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise OutputError(f"cannot write the report: {reason}") from None
 
 
 def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadResult:
     """One read of a live cluster (the kube layer is imported only when asked for)."""
-    from respread.kube.client import KubeError, api_client
+    from respread.kube.client import api_client
     from respread.kube.reader import read_cluster
 
     def progress(line: str) -> None:
         if not quiet:
-            print(f"respread: {line}", file=sys.stderr)
+            print(f"respread: {printable(line)}", file=sys.stderr)
 
-    try:
+    with kube_calls():
         docs = read_cluster(api_client(kubeconfig, context), progress)
-    except KubeError as err:
-        _fail(str(err))
     result = load_documents(docs, taken_at=time.time())
     warn(result.problems, quiet)
     return result
+
+
+@contextlib.contextmanager
+def _logged() -> Iterator[list[str]]:
+    """The error messages libraries log meanwhile (the kubernetes client logs an exec plugin's
+    failure, urllib3 each retry), kept instead of printed: the command's error says it in one
+    line. Without a handler of its own, the root logger would print them itself."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                try:
+                    messages.append(record.getMessage())
+                except Exception:  # a record whose arguments do not fit its format
+                    messages.append(str(record.msg))
+
+    root = logging.getLogger()
+    handler = Keep(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def kube_calls() -> Iterator[None]:
+    """Requests to a live cluster: a KubeError ends the command in one line, with what the
+    client logged before the request failed (an exec plugin's exit status and output)."""
+    from respread.kube.client import KubeError
+
+    with _logged() as logged:
+        try:
+            yield
+        except KubeError as err:
+            _fail(f"{err}{f' ({logged[0]})' if logged else ''}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,14 +336,12 @@ class Scope:
 def live_scope(args: argparse.Namespace, name: str) -> Scope:
     """RebalancePolicy ``name`` read from a live cluster, as the operator scans it: in Enforce,
     with the eviction ledger in the operator's namespace too."""
-    from respread.kube.client import KubeError, api_client
+    from respread.kube.client import api_client
     from respread.kube.reader import read_policies
 
-    try:
+    with kube_calls():
         api = api_client(args.kubeconfig, args.context)
         bodies = read_policies(api)
-    except KubeError as err:
-        _fail(str(err))
     scope = policy_scope(bodies, name, api.configuration.host, args.quiet)
     if scope.policy.mode is not Mode.ENFORCE:
         return scope  # DryRun defers nothing for the ledger
@@ -266,20 +350,21 @@ def live_scope(args: argparse.Namespace, name: str) -> Scope:
 
 def read_recorded(api: Any, namespace: str, quiet: bool) -> LedgerData:
     """The eviction ledger's data, as the operator reads it before it plans; a ledger that
-    cannot be read is warned about and left out."""
+    cannot be read is warned about (in one line) and left out."""
     from respread.kube.client import KubeError
     from respread.kube.ledger import read_ledger
 
-    try:
-        return read_ledger(api, namespace, LEDGER).data
-    except KubeError as err:
-        if not quiet:
-            print(
-                f"respread: warning: {err}: planned without the eviction ledger (the other "
-                "policies' evictions do not hold their workloads)",
-                file=sys.stderr,
-            )
-        return {}
+    with _logged():
+        try:
+            return read_ledger(api, namespace, LEDGER).data
+        except KubeError as err:
+            if not quiet:
+                print(
+                    f"respread: warning: {printable(str(err))}: planned without the eviction "
+                    "ledger (the other policies' evictions do not hold their workloads)",
+                    file=sys.stderr,
+                )
+            return {}
 
 
 def policy_scope(
@@ -635,21 +720,21 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from respread.inputs.descheduler import ConversionError, convert, read_policy_text
 
     path = args.from_descheduler
+    source = "<stdin>" if path == "-" else path
     try:
         if path == "-":
-            data = _read_bounded(sys.stdin.buffer, "standard input", POLICY_MAX_BYTES)
+            data = _read_bounded(_stdin(), "standard input", POLICY_MAX_BYTES)
         else:
-            with Path(path).open("rb") as stream:
-                data = _read_bounded(stream, path, POLICY_MAX_BYTES)
-        source = "<stdin>" if path == "-" else path
-        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
-        conversions = convert(doc, args.name)
+            data = _read_path(Path(path), path, POLICY_MAX_BYTES)
     except OSError as err:
         _fail(f"cannot read {path}: {err.strerror or err}")
+    try:
+        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
+        conversions = convert(doc, args.name)
     except ConversionError as err:
         _fail(f"cannot convert {path}: {err}")
     texts = [render(c.manifest, [(n.path, n.text) for n in c.notes]) for c in conversions]
-    sys.stdout.write("---\n".join(texts))
+    emit(None, "text", "---\n".join(texts))
     return 0
 
 
@@ -700,12 +785,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # A name with a lone surrogate (JSON allows "\\ud800") is printed escaped, not a crash.
+def usable_streams() -> None:
+    """Standard streams that can be written: a name with a lone surrogate (JSON allows
+    "\\ud800") is printed escaped, not a crash; a closed standard error (`2>&-`) is a null
+    device, so that nothing meant for it lands on standard output."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+
+
+def drop_stdout() -> None:
+    """Standard output to the null device: what is still buffered for a stream that cannot be
+    written (a full disk, a reader gone) must not fail again, with a traceback, at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"respread: error: {printable(line)}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    usable_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -715,16 +822,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except UsageError as err:
-        print(f"respread: error: {printable(str(err))}", file=sys.stderr)
+        if isinstance(err, OutputError):
+            drop_stdout()
+        _say(str(err))
         return 2
     except MemoryError:
         # Under a memory limit (ulimit -v, a container's): one line, not a traceback.
-        print(
-            "respread: error: out of memory (the input is too large for this memory limit)",
-            file=sys.stderr,
-        )
+        _say("out of memory (the input is too large for this memory limit)")
         return 2
     except BrokenPipeError:
+        drop_stdout()
         return 0
     except KeyboardInterrupt:
         return 130

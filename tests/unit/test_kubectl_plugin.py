@@ -6,12 +6,14 @@ tests/cluster/test_kubectl_plugin.py."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from respread.kube.client import context_namespace
 from respread.kubectl import plugin
 from respread.kubectl.status import digest, render, render_policy
 
@@ -185,3 +187,58 @@ def test_names_are_printed_escaped() -> None:
     text = render_policy(policy, None)
     assert "\x1b" not in text and "\x07" not in text
     assert "web\\x1b[31m on n\\x07" in text
+
+
+def test_counts_in_a_status_are_printed_escaped_too() -> None:
+    # A status is anyone's to write who may patch it: its numbers may be strings.
+    policy = {
+        "metadata": {"name": "p"},
+        "status": {
+            "lastScanTime": "2030-01-01T00:00:00Z",
+            "summary": {"nodes": "3\x1b[2J"},
+            "violationsTotal": "\x07",
+            "violations": [{"namespace": "a", "skew": "\x1b]0;t\x07", "maxSkew": 1}],
+            "surges": [{"namespace": "a", "replicas": "\r", "targetReplicas": 2}],
+        },
+    }
+    text = render_policy(policy, None)
+    assert not any(c in text for c in "\x1b\x07\r"), text
+    assert "3\\x1b[2J nodes" in text
+
+
+UNREADABLE_KUBECONFIGS = {
+    "bool-maybe": "current-context: x\ncontexts:\n- {name: x, context: {namespace: !!bool no}}\n"
+    "users: [{name: u, user: {token: !!bool maybe}}]\n",
+    "not-yaml": "[1, 2",
+    "contexts-not-mappings": "current-context: x\ncontexts: [1, 2]\n",
+    "context-not-a-mapping": "current-context: x\ncontexts:\n- {name: x, context: 5}\n",
+}
+
+
+@pytest.mark.parametrize("text", UNREADABLE_KUBECONFIGS.values(), ids=UNREADABLE_KUBECONFIGS)
+def test_a_kubeconfig_that_cannot_be_read_names_no_namespace_and_fails_in_one_line(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config"
+    path.write_text(text)
+    assert context_namespace(str(path)) is None
+    assert context_namespace(str(path), "x") is None
+    assert translated(["explain", "--kubeconfig", str(path), "web-0"])[-1] == "default/web-0"
+    assert plugin.main(["explain", "--kubeconfig", str(path), "web-0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("respread: error: cannot load credentials from") and err.count("\n") == 1
+
+
+def test_status_to_a_full_disk_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    [policy] = policies_from(STATUSES[0])
+    monkeypatch.setattr(plugin, "api_client", lambda kubeconfig, context: None)
+    monkeypatch.setattr(plugin, "list_policies", lambda api: [policy])
+    for output in ("text", "json", "yaml"):
+        with open("/dev/full", "w") as full:
+            monkeypatch.setattr(sys, "stdout", full)
+            argv = ["status", "--kubeconfig", str(kubeconfig(tmp_path / "k")), "-o", output]
+            assert plugin.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == "kubectl respread: error: cannot write the report: No space left on device\n"

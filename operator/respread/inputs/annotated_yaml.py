@@ -18,11 +18,12 @@ from typing import Any
 import yaml
 
 from respread.core.limits import printable
+from respread.inputs import scalars
 
 WIDTH = 98
 # A string written plain holds no YAML indicator and is read back as that string by a YAML 1.1
-# reader (PyYAML: no bool, null, sexagesimal or 0x_ number) and a YAML 1.2 core-schema reader
-# (no 0o17, 0x1F or 1e3 number).
+# reader (PyYAML: no bool, null, sexagesimal or 0x_ number), a YAML 1.2 core-schema reader
+# (no 0o17, 0x1F or 1e3 number) and kubectl (respread.inputs.scalars: go-yaml v2's resolver).
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]*")
 _CORE_NUMBER = re.compile(
     r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
@@ -36,6 +37,7 @@ def _plain(text: str) -> bool:
         and not _CORE_NUMBER.fullmatch(text)
         and text.lower() not in _RESERVED
         and yaml.safe_load(text) == text
+        and scalars.resolve("", text) == (scalars.STR, text)
     )
 
 

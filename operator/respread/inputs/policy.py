@@ -11,7 +11,6 @@ never fire).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,6 +18,7 @@ from typing import Any
 
 from respread.core.limits import INT64_MAX, is_int64, printable, shown
 from respread.core.model import LabelSelector, SpreadConstraint, When
+from respread.inputs import durations
 from respread.inputs.cron import CronError, parse_cron
 from respread.inputs.objects import FieldError, label_selector, spread_constraint
 from respread.inputs.policy_schema import SCHEMA
@@ -138,27 +138,33 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
-MAX_DURATION = INT64_MAX / 1e9  # seconds: about 292 years
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|ms|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
 
 def parse_duration(value: object, path: str) -> float:
-    """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it.
+    """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it,
+    in seconds.
 
     A bare number is refused, as the API server refuses it: "90" could mean seconds or minutes.
     """
     if not isinstance(value, str) or not value:
         raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(value):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT[match.group(2)]
-        pos = match.end()
-    if pos != len(value) or pos == 0:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
-    return total
+    try:
+        return durations.seconds(value)
+    except ValueError:
+        raise PolicyError(
+            path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}"
+        ) from None
+
+
+def at_least_10s(value: object, path: str) -> float:
+    """A duration the CRD's rule compares with ``duration('10s')``, read as CEL reads it (Go's
+    ParseDuration, to the nanosecond): at least 10s, and at most 2^63-1 nanoseconds."""
+    parse_duration(value, path)
+    nanos = durations.go_duration(str(value))
+    if nanos is None:
+        raise PolicyError(path, "out of range (at most 2562047h47m16.854775807s)")
+    if nanos < 10 * 10**9:
+        raise PolicyError(path, "must be at least 10s")
+    return nanos / 1e9
 
 
 def _section(raw: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
@@ -305,12 +311,7 @@ def _schedule(spec: Mapping[str, Any], path: str) -> Schedule:
         if problem:
             raise PolicyError(f"{path}.schedule.cron", f"{problem} in {shown(cron)}")
         return Schedule(interval=None, cron=cron)
-    interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
-    if interval < 10:
-        raise PolicyError(f"{path}.schedule.interval", "must be at least 10s")
-    if interval > MAX_DURATION:
-        # The CRD's rule reads it with CEL's duration(): an int64 of nanoseconds.
-        raise PolicyError(f"{path}.schedule.interval", "out of range (at most 2562047h)")
+    interval = at_least_10s(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
     return Schedule(interval=interval)
 
 
@@ -414,9 +415,7 @@ def _surge(raw: Mapping[str, Any], path: str) -> SurgeSettings:
     when = raw.get("when", SurgeWhen.WHEN_EVICTION_BLOCKED.value)
     if when not in {w.value for w in SurgeWhen}:
         raise PolicyError(f"{path}.when", "must be WhenEvictionBlocked or Always")
-    timeout = parse_duration(raw.get("readyTimeout", "5m"), f"{path}.readyTimeout")
-    if timeout < 10:
-        raise PolicyError(f"{path}.readyTimeout", "must be at least 10s")
+    timeout = at_least_10s(raw.get("readyTimeout", "5m"), f"{path}.readyTimeout")
     return SurgeSettings(
         enabled=_bool(raw, "enabled", path, False),
         when=SurgeWhen(when),

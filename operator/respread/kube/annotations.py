@@ -28,6 +28,7 @@ from respread.core.annotations import (
     FIELD_MANAGER,
     ReleaseAction,
 )
+from respread.core.limits import few_named
 from respread.kube.client import MERGE_PATCH
 from respread.scheduling.controller import parse_cost
 
@@ -128,7 +129,7 @@ def write_cost(
             return CostResult.SKIPPED, f"its cost changed since the scan (now {raw!r})"
         foreign = sorted(read.owners - {FIELD_MANAGER})
         if foreign and raw is not None and not take_over:
-            return CostResult.SKIPPED, f"its cost is owned by {', '.join(foreign)}"
+            return CostResult.SKIPPED, f"its cost is owned by {few_named(foreign)}"
         named = read.annotations.get(COST_POLICY)
         if policy is not None and named is not None and named not in (seen_policy, policy):
             return CostResult.OVERLAP, f"RebalancePolicy {named} took its cost since the scan"

@@ -28,7 +28,13 @@ class KubeError(RuntimeError):
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
     """A client for ``kubeconfig`` (a path, or several joined by ':' as in $KUBECONFIG), else
     $KUBECONFIG or ~/.kube/config, else in-cluster; ``context`` names a kubeconfig context
-    other than the current one."""
+    other than the current one.
+
+    KubeError, in one line, for whatever the client's loader raises on a kubeconfig it cannot
+    use: it parses YAML and base64 and reads fields without checking their types, so a bad
+    file surfaces as any exception (a KeyError for ``!!bool maybe``, binascii.Error for bad
+    certificate data, AttributeError for a number where a string belongs).
+    """
     try:
         if kubeconfig is not None or context is not None:
             return cast(
@@ -40,22 +46,38 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> cli
         except (ConfigException, FileNotFoundError, TypeError):
             config.load_incluster_config()
             return client.ApiClient()
-    except (ConfigException, FileNotFoundError, OSError) as err:
+    except Exception as err:  # the loader's failures on bad input have no common type
         where = kubeconfig or "the default kubeconfig or the in-cluster service account"
         if context is not None:
             where += f" (context {context})"
-        raise KubeError(f"cannot load credentials from {where}: {err}") from None
+        raise KubeError(f"cannot load credentials from {where}: {_reason(err)}") from None
+
+
+def _reason(err: Exception) -> str:
+    """The loader's failure in one line of at most 300 characters, its type named where the
+    message alone would not say what went wrong (a KeyError's message is the key)."""
+    reason = " ".join(str(err).split()) or type(err).__name__
+    if not isinstance(err, ConfigException | OSError):
+        kind = type(err)
+        module = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
+        reason = f"{module}{kind.__qualname__}: {reason}"
+    return reason[:300]
 
 
 def context_namespace(kubeconfig: str | None = None, context: str | None = None) -> str | None:
     """The namespace the kubeconfig's context (the current one unless ``context``) names, as
-    kubectl reads it; None if it names none or there is no kubeconfig."""
+    kubectl reads it; None if it names none, or there is no kubeconfig, or it cannot be read
+    (whatever the loader raises: the command that then loads it for a client says why, in one
+    line, as api_client does)."""
     try:
         contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
-    except (ConfigException, FileNotFoundError, OSError, TypeError):
+    except Exception:  # the loader's failures on bad input have no common type
         return None
-    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
-    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    if context:
+        named = (c for c in contexts if isinstance(c, dict) and c.get("name") == context)
+        current = next(named, None)
+    body = current.get("context") if isinstance(current, dict) else None
+    namespace = body.get("namespace") if isinstance(body, dict) else None
     return namespace if isinstance(namespace, str) and namespace else None
 
 

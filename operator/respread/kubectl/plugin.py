@@ -17,18 +17,16 @@ one (policies are cluster-scoped); `explain` takes the pod's namespace from NAME
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
-
-import yaml
+from typing import NoReturn
 
 from respread import __version__, cli
 from respread.core.limits import printable
-from respread.kube.client import KubeError, api_client, context_namespace
+from respread.kube.client import api_client, context_namespace
 from respread.kube.policies import list_policies
 from respread.kubectl import status as status_text
 
@@ -147,21 +145,15 @@ def explain_argv(args: argparse.Namespace) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     namespace = scope(args)
-    try:
+    with cli.kube_calls():
         policies = list_policies(api_client(kubeconfig_of(args), args.context))
-    except KubeError as err:
-        raise PluginError(str(err)) from None
     chosen = status_text.select(policies, args.policy)
     if args.policy is not None and not chosen:
         raise PluginError(f"no RebalancePolicy named {args.policy}")
     if args.output == "text":
-        sys.stdout.write(status_text.render(chosen, namespace))
-        return 0
-    digests: Any = [status_text.digest(p, namespace) for p in chosen]
-    if args.output == "json":
-        sys.stdout.write(json.dumps(digests, indent=2) + "\n")
+        cli.emit(None, "text", status_text.render(chosen, namespace))
     else:
-        yaml.safe_dump(digests, sys.stdout, sort_keys=False)
+        cli.emit([status_text.digest(p, namespace) for p in chosen], args.output)
     return 0
 
 
@@ -173,17 +165,28 @@ def run(args: argparse.Namespace) -> int:
     return cmd_status(args)
 
 
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{PROG}: error: {printable(line)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command's edges are respread's (respread.cli.main): one line and exit status 2 for
+    bad input, an unreachable cluster or output that cannot be written; never a traceback."""
+    cli.usable_streams()
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error already printed
         return done.code if isinstance(done.code, int) else 2
     try:
         return run(args)
-    except PluginError as err:
-        print(f"{PROG}: error: {printable(str(err))}", file=sys.stderr)
+    except (PluginError, cli.UsageError) as err:
+        if isinstance(err, cli.OutputError):
+            cli.drop_stdout()
+        _say(str(err))
         return 2
     except BrokenPipeError:
+        cli.drop_stdout()
         return 0
     except KeyboardInterrupt:
         return 130

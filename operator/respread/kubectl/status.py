@@ -72,7 +72,7 @@ def digest(policy: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
 
 
 def _summary(summary: Mapping[str, Any]) -> str:
-    parts = [f"{summary[k]} {label}" for k, label in SUMMARY_FIELDS if k in summary]
+    parts = [f"{_s(summary[k])} {label}" for k, label in SUMMARY_FIELDS if k in summary]
     return ", ".join(parts) or "none"
 
 
@@ -90,18 +90,18 @@ def _domains(v: Mapping[str, Any]) -> str:
     d = _mapping(v.get("domains"))
     most, least = _mapping(d.get("max")), _mapping(d.get("min"))
     if not most:
-        return f"{d.get('count', '?')} domains"
+        return f"{_s(d.get('count', '?'))} domains"
     return (
-        f"{d.get('count', '?')} domains, {_s(most.get('name'))}={most.get('pods')}"
-        f" .. {_s(least.get('name'))}={least.get('pods')}"
+        f"{_s(d.get('count', '?'))} domains, {_s(most.get('name'))}={_s(most.get('pods'))}"
+        f" .. {_s(least.get('name'))}={_s(least.get('pods'))}"
     )
 
 
 def _violation(v: Mapping[str, Any]) -> str:
     fix = "fixable" if v.get("fixable") else f"not fixable by eviction: {_s(v.get('remedy', '?'))}"
     return (
-        f"    {_workload(v)}  {_s(v.get('topologyKey', '?'))}: skew {v.get('skew')} > maxSkew"
-        f" {v.get('maxSkew')} ({_domains(v)}); cause {_s(v.get('cause', '?'))}; {fix}"
+        f"    {_workload(v)}  {_s(v.get('topologyKey', '?'))}: skew {_s(v.get('skew'))} > maxSkew"
+        f" {_s(v.get('maxSkew'))} ({_domains(v)}); cause {_s(v.get('cause', '?'))}; {fix}"
     )
 
 
@@ -119,7 +119,8 @@ def _step(e: Mapping[str, Any]) -> str:
 
 def _surge(s: Mapping[str, Any]) -> str:
     replicas, target = s.get("replicas"), s.get("targetReplicas")
-    sizes = f" {replicas} -> {target}" if replicas is not None and target is not None else ""
+    sized = replicas is not None and target is not None
+    sizes = f" {_s(replicas)} -> {_s(target)}" if sized else ""
     return f"    {_workload(s)}  {_s(s.get('state', '?'))}{sizes}: {_s(s.get('reason', ''))}"
 
 
@@ -128,7 +129,7 @@ def _section(
 ) -> list[str]:
     if not entries:
         return []
-    count = f"{len(entries)} in this namespace" if narrowed else f"{len(entries)} of {total}"
+    count = f"{len(entries)} in this namespace" if narrowed else f"{len(entries)} of {_s(total)}"
     return [f"  {title} ({count}):", *(line(e) for e in entries)]
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
+from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
@@ -195,7 +196,7 @@ def _undetermined(p: SurgePlan) -> str:
         else "would also fix it"
     )
     return (
-        f" (likely, not determined: the Filter also admits {', '.join(others)}; the worst "
+        f" (likely, not determined: the Filter also admits {few_named(others)}; the worst "
         f"admissible placement {worst}; the victims are chosen again from the real placement)"
     )
 

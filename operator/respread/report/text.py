@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from respread.core.limits import few_named
 from respread.inputs.policy import Mode
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
@@ -233,7 +234,7 @@ def _order_text(o: CostOrder) -> list[str]:
 def _cost_row(i: int, e: CostEntry) -> list[str]:
     cost = f"{_cost(e.current_cost)} -> {e.desired_cost}" if e.changed else _cost(e.current_cost)
     if e.conflict_managers:
-        cost += f" (owned by {', '.join(e.conflict_managers)})"
+        cost += f" (owned by {few_named(e.conflict_managers)})"
     within = "yes" if e.within_max_skew else "no"
     if e.tier is not Tier.READY:
         within += f" ({TIER_NAMES[e.tier]}: goes first whatever its cost)"

@@ -17,9 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from respread.cli import main
-from respread.core.limits import DEFAULT_LIMITS
+from respread.core.limits import DEFAULT_LIMITS, printable_lines
 from respread.inputs.annotated_yaml import render
 from respread.inputs.descheduler import ConversionError, convert, read_policy_text
+from respread.inputs.documents import documents_from_text
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from tests.oracles.descheduler import policy_for
 
@@ -424,7 +425,7 @@ def test_bad_input_is_one_line_naming_the_field(doc: Any, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("a: [", "src: not valid YAML or JSON"),
+        ("a: [", "src: not valid YAML at line 2"),
         ("kind: Pod\n", "src: expected one DeschedulerPolicy (or a ConfigMap"),
         ("kind: ConfigMap\ndata: {}\n", "src: ConfigMap data: has no policy.yaml key"),
         ("{kind: DeschedulerPolicy}\n---\n{kind: DeschedulerPolicy}\n", "found 2"),
@@ -433,6 +434,41 @@ def test_bad_input_is_one_line_naming_the_field(doc: Any, message: str) -> None:
 def test_a_text_without_one_policy_is_refused(text: str, message: str) -> None:
     with pytest.raises(ConversionError, match=re.escape(message)):
         read_policy_text(text, "src", DEFAULT_LIMITS)
+
+
+HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
+PROFILE = f"profiles:\n- name: p\n  plugins:\n    balance:\n      enabled: [{SPREAD}]\n"
+ARGS = f"  pluginConfig:\n  - name: {SPREAD}\n    args:\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # kubectl (and the descheduler, with sigs.k8s.io/yaml) read 1:20 as a string, not 80.
+        (HEAD + "maxNoOfPodsToEvictTotal: 1:20\n" + PROFILE, "expected a non-negative integer"),
+        (HEAD + "maxNoOfPodsToEvictTotal: !!int ''\n" + PROFILE, "src: maxNoOfPodsToEvictTotal:"),
+        (
+            "kind: ConfigMap\ndata:\n  policy.yaml: |\n"
+            "    kind: DeschedulerPolicy\n    x: !!bool maybe\n",
+            "src (ConfigMap policy.yaml): x: cannot decode !!str 'maybe' as a !!bool at line 2",
+        ),
+    ],
+    ids=["sexagesimal", "int-empty", "bool-maybe-in-configmap"],
+)
+def test_a_policy_is_read_as_kubectl_reads_it(text: str, message: str) -> None:
+    with pytest.raises(ConversionError, match=re.escape(message)) as err:
+        convert(read_policy_text(text, "src", DEFAULT_LIMITS))
+    assert "\n" not in str(err.value)
+
+
+def test_what_kubectl_writes_unquoted_stays_a_string() -> None:
+    text = HEAD + PROFILE + ARGS + "      namespaces:\n        exclude: [=, 0x_, -0b_]\n"
+    [conversion] = convert(read_policy_text(text, "src", DEFAULT_LIMITS))
+    namespaces = conversion.manifest["spec"]["selector"]["namespaces"]
+    assert namespaces["exclude"] == ["=", "0x_", "-0b_"]
+    written = render(conversion.manifest, [])
+    [(_, again)] = documents_from_text(written, "out")
+    assert again == conversion.manifest
 
 
 # --------------------------------------------------------------------------- the command
@@ -498,3 +534,6 @@ def test_any_mapping_reads_back_unchanged_with_its_notes(
     document = {"spec": {"selector": {"matchLabels": values, "empty": {}}, "list": [1, "x"]}}
     text = render(document, [(("spec", "selector"), n) for n in notes] + [((), "head")])
     assert yaml.safe_load(text) == document
+    assert [doc for _, doc in documents_from_text(text, "out")] == [document]  # and kubectl
+    # What the command prints (escaped for a terminal) means the same.
+    assert yaml.safe_load(printable_lines(text)) == document

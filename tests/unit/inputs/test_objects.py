@@ -28,6 +28,7 @@ from respread.core.model import (
     When,
 )
 from respread.inputs.objects import LoadResult, load_texts
+from tests.support import kubectl_yaml
 from tests.support.tables import cases
 
 SOURCE = "snap.yaml"
@@ -36,7 +37,7 @@ GI = 2**30
 
 
 def load_yaml(*docs: Any, source: str = SOURCE) -> LoadResult:
-    return load_texts([(source, yaml.safe_dump_all(docs))])
+    return load_texts([(source, kubectl_yaml.dump_all(docs))])
 
 
 def a_node(name: str = "n1", **extra: Any) -> dict[str, Any]:

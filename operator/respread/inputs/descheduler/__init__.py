@@ -30,8 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
 from respread.core.limits import Limits, shown
 from respread.inputs.descheduler.fields import (
     ANNOTATION,
@@ -47,8 +45,7 @@ from respread.inputs.descheduler.fields import (
 from respread.inputs.descheduler.profiles import convert_profile, profiles_of
 from respread.inputs.descheduler.spec import dns_name, spec_of
 from respread.inputs.descheduler.v1alpha1 import v1alpha1_as_v1alpha2
-from respread.inputs.documents import InputError, documents_from_text
-from respread.inputs.objects import yaml_problem
+from respread.inputs.documents import InputError, LeftOut, documents_from_text
 from respread.inputs.policy import API_VERSION, KIND, PolicyError, parse_policy
 
 __all__ = ["Conversion", "ConversionError", "Note", "convert", "read_policy_text"]
@@ -85,12 +82,16 @@ def read_policy_text(text: str, source: str, limits: Limits) -> Mapping[str, Any
 
 
 def _documents(text: str, source: str, limits: Limits) -> list[Any]:
+    """The text's documents, read as kubectl reads them (respread.inputs.documents); any part
+    that cannot be read refuses the whole text, naming the field at fault where it is known."""
     try:
-        return [doc for _, doc in documents_from_text(text, source, limits)]
+        docs = [doc for _, doc in documents_from_text(text, source, limits)]
     except InputError as err:
         raise ConversionError(source, f"cannot be read: {err}") from None
-    except yaml.YAMLError as err:
-        raise ConversionError(source, yaml_problem(err)) from None
+    for doc in docs:
+        if isinstance(doc, LeftOut):
+            raise ConversionError(f"{source}: {doc.field}" if doc.field else source, doc.message)
+    return docs
 
 
 def convert(doc: Mapping[str, Any], name: str | None = None) -> list[Conversion]:
