@@ -7,7 +7,8 @@ alone); the ServiceMonitor compared with deploy/monitoring/'s; the values schema
 values and naming them; the values switching what they say.
 
 On the control plane: `helm install` into a fresh namespace, then the operator reaches a first
-status on the chart's policy with the chart's RBAC alone. The operator runs as a process (not
+status on the chart's policy with the chart's RBAC alone, and its service account keeps the
+eviction ledger (and reads no other ConfigMap). The operator runs as a process (not
 the image: test_image.py runs the image with deploy/'s RBAC) with the installed Deployment's own
 arguments (free ports instead of 8080 and 9090, which other tests on this machine may hold, and
 --lease-namespace, which a pod reads from its service account) and a token from the
@@ -38,6 +39,10 @@ from kube_harness import ControlPlane, free_port
 from kube_helpers import GROUP, PLURAL, VERSION, status_of, token_kubeconfig, wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from respread.kube.client import KubeError, api_client
+from respread.kube.ledger import LedgerObject, read_ledger, write_ledger
+from respread.remedies.evict.ledger import LEDGER
 
 pytestmark = pytest.mark.cluster
 
@@ -466,8 +471,27 @@ def test_the_chart_installs_and_the_operator_reaches_a_first_status_with_its_rba
             assert r.status == 200
         with urllib.request.urlopen(f"http://127.0.0.1:{ports.metrics}/metrics", timeout=10) as r:
             assert "respread_leader 1.0" in r.read().decode()
+        the_ledger_and_no_other_config_map(kubeconfig, release.namespace)
     finally:
         operator.stop()
+
+
+def the_ledger_and_no_other_config_map(kubeconfig: Path, namespace: str) -> None:
+    """The chart's service account keeps the eviction ledger as an Enforce scan does (create
+    it, read it, patch it with the version read, refused when that version is old) in the
+    release namespace, and may read no other ConfigMap."""
+    sa = api_client(str(kubeconfig))
+    assert read_ledger(sa, namespace, LEDGER) == LedgerObject({}, None)
+    assert write_ledger(sa, namespace, LEDGER, {"a": "[]"}, resource_version=None)
+    first = read_ledger(sa, namespace, LEDGER)
+    assert first.data == {"a": "[]"} and first.resource_version
+    patched = {"a": None, "b": "[]"}
+    assert write_ledger(sa, namespace, LEDGER, patched, resource_version=first.resource_version)
+    assert read_ledger(sa, namespace, LEDGER).data == {"b": "[]"}
+    stale = {"c": "[]"}
+    assert not write_ledger(sa, namespace, LEDGER, stale, resource_version=first.resource_version)
+    with pytest.raises(KubeError, match="HTTP 403"):
+        read_ledger(sa, namespace, "kube-root-ca.crt")  # in every namespace
 
 
 def test_upgrade_refuses_bad_values_takes_new_ones_and_the_crd_follows_the_documented_path(

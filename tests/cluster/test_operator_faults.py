@@ -21,6 +21,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -48,6 +49,9 @@ FAST = (
 WORKLOADS = ("web-a", "web-b", "web-c")
 LEDGER_NS, LEDGER = "respread-system", "respread-evictions"
 ONE_PER_COOLDOWN = {"minPodAge": "0s", "cooldown": "10m", "maxPerWorkload": 1}
+# How long readiness may take to come back after the API server resumes (the watches resume,
+# the cache is shown current); on a loaded machine, RESPREAD_TEST_READY_AGAIN raises it.
+READY_AGAIN = float(os.environ.get("RESPREAD_TEST_READY_AGAIN", "60"))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -133,16 +137,42 @@ class Probes:
     liveness: set[int] = field(default_factory=set)
     paused_at: float = 0.0
     resumed_at: float = 0.0
+    unready_at: float | None = None  # readiness first seen failing during the pause
+    ready_again_at: float | None = None  # and seen 200 again after the resumption
 
     def pause(self, cluster: ControlPlane, seconds: float) -> None:
-        """kube-apiserver stopped (SIGSTOP) for `seconds`, the probes asked meanwhile."""
+        """kube-apiserver stopped (SIGSTOP) for `seconds`, the probes asked meanwhile; then
+        readiness asked until it is 200 again (at most READY_AGAIN seconds)."""
         with cluster.paused("kube-apiserver"):
             self.paused_at = time.time()
             while time.time() < self.paused_at + seconds:
-                self.readiness.add(http_status(self.ready_url))
+                ready = http_status(self.ready_url)
+                if ready != 200 and self.unready_at is None:
+                    self.unready_at = time.time()
+                self.readiness.add(ready)
                 self.liveness.add(http_status(self.live_url))
                 time.sleep(0.5)
         self.resumed_at = time.time()
+        while time.time() < self.resumed_at + READY_AGAIN:
+            if http_status(self.ready_url) == 200:
+                self.ready_again_at = time.time()
+                break
+            time.sleep(0.5)
+
+    def figures(self, done: list[dict[str, Any]]) -> str:
+        """What was measured, for the test's output."""
+
+        def after(t: float | None, since: float) -> str:
+            return "never" if t is None else f"{t - since:.1f} s"
+
+        later = [received(e) for e in done if received(e) >= self.resumed_at - 0.2]
+        return (
+            f"API server paused {self.resumed_at - self.paused_at:.1f} s; readiness failing "
+            f"{after(self.unready_at, self.paused_at)} after the pause, 200 again "
+            f"{after(self.ready_again_at, self.resumed_at)} after the resumption; first "
+            f"eviction after the resumption {after(min(later, default=None), self.resumed_at)} "
+            f"after it; liveness seen {sorted(self.liveness)}, readiness {sorted(self.readiness)}"
+        )
 
     def before_or_after(self, event: dict[str, Any]) -> bool:
         """Sent before the pause, or after the resumption (0.2 s: the clocks' rounding)."""
@@ -171,6 +201,28 @@ def assert_nothing_from_a_plan_made_before(
                                                     "resume", pod, planned, report)  # fmt: skip
     per_workload = Counter(workload_of(e) for e in done if e["responseStatus"]["code"] == 201)
     assert per_workload == dict.fromkeys(WORKLOADS, 1), report
+
+
+def first_logged(log: str, needles: tuple[str, ...], since: float) -> tuple[float, str] | None:
+    """The first line of the operator's log, at or after `since`, holding one of `needles`,
+    and how long after `since` it was logged (its times are this machine's local time)."""
+    for line in log.splitlines():
+        if not any(n in line for n in needles):
+            continue
+        try:
+            logged = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        if logged >= since:
+            return logged - since, line[24:]
+    return None
+
+
+def halted_after_the_pause(log: str, paused_at: float) -> str:
+    found = first_logged(log, ("eviction(s) not made", "did not answer an eviction"), paused_at)
+    if found is None:
+        return "no scan logged that it stopped its evictions"
+    return f"evictions stopped {found[0]:.1f} s after the pause began: {found[1]}"
 
 
 def pause_process(op: OperatorProcess) -> None:
@@ -216,6 +268,8 @@ def test_an_api_server_paused_during_an_enforce_scan_gets_no_eviction_from_the_o
         time.sleep(12)  # another scan: nothing more is evicted (cooldown)
         entries = ledger_entries(scene.core)
 
+    print(probes.figures(evicted(scene, mark)))
+    print(halted_after_the_pause(op.text(), probes.paused_at))
     assert_nothing_from_a_plan_made_before(scene, mark, probes, entries)
     # No scan begun before the pause is reported as a success after it.
     for write in status_writes(scene.audit, mark, name):
@@ -301,6 +355,9 @@ def test_an_operator_paused_while_nodes_and_workloads_change_acts_on_none_of_the
         and e.last_timestamp.timestamp() >= resumed_at - 1
     ]
     assert told == [], [(e.reason, e.message) for e in told]
+    noticed = first_logged(op.text(), ("the process was paused",), resumed_at - 1)
+    print("pause noticed", "never" if noticed is None else f"{noticed[0]:.1f} s after the "
+          f"resumption (within 1 s of the clock): {noticed[1]}")  # fmt: skip
     assert "the process was paused" in op.text()
 
 
