@@ -311,6 +311,8 @@ class ConditionType(StrEnum):
     BALANCED = "Balanced"
     INPUT_COMPLETE = "InputComplete"  # every live pod is on a node the scan knows
     PODS_SELECTED = "PodsSelected"  # the policy's selection holds pods
+    CACHE_STALE = "CacheStale"  # the scan could not trust the watch cache (report/health.py)
+    SCAN_STALLED = "ScanStalled"  # the scan passed its deadline
 
 
 class ConditionStatus(StrEnum):
