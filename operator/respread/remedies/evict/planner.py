@@ -627,10 +627,15 @@ def _with_waits(
     history: Mapping[WorkloadRef, float],
     held: Mapping[WorkloadRef, str],
 ) -> Plan:
-    sim = _Simulation(analysis, policy, held)
+    unfixable = {o.group.workload for o in found.outcomes if not o.fixable}
+    if not unfixable:
+        return found
+    gate = EvictionGate(policy, analysis.index.state.budgets, held)
     holds: dict[WorkloadRef, list[Hold]] = defaultdict(list)
     for skip in found.skipped:
-        hold = sim.gate.hold(skip.pod, now)
+        if skip.workload not in unfixable:
+            continue
+        hold = gate.hold(skip.pod, now)
         if hold is not None:
             holds[skip.workload].append(hold)
     if not any(not o.fixable and holds[o.group.workload] for o in found.outcomes):
