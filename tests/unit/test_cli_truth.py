@@ -160,3 +160,35 @@ def test_offline_plans_say_would_whatever_the_mode(
     )
     assert "Would evict 1 pod(s), in this order (mode Enforce: the operator evicts them" in out
     assert "Evicting" not in out
+
+
+def test_pods_too_young_make_a_violation_waiting_with_when(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The example's pods were created at 2026-11-20T08:00:00Z; under minPodAge 1h, half an hour
+    later, the violation waits for them (it is not NOT FIXABLE), in every output form."""
+    policy = tmp_path / "young.yaml"
+    policy.write_text(
+        "apiVersion: respread.io/v1alpha1\nkind: RebalancePolicy\nmetadata: {name: p}\n"
+        "spec: {eviction: {minPodAge: 1h}}\n"
+    )
+    argv = ["plan", "--snapshot", str(EXAMPLE), "--policy", str(policy)]
+    at = ["--now", "2026-11-20T08:30:00Z"]
+    code, out, _ = run(capsys, *argv, *at, "--exit-code")
+    assert code == 3
+    assert "1 violation(s): 1 waiting for holds to lift." in out
+    assert "misplaced, WAITING]" in out and "NOT FIXABLE" not in out
+    assert (
+        "waiting: eviction fixes it once these holds lift: minPodAge: 4 pod(s) too young, the "
+        "first old enough at 2026-11-20T09:00:00Z"
+    ) in out
+    _, out, _ = run(capsys, *argv, *at, "-o", "compact")
+    assert out.splitlines()[1].split()[6] == "waiting"
+    _, out, _ = run(capsys, *argv, *at, "-o", "json")
+    [violation] = json.loads(out)["violations"]
+    assert (violation["verdict"], violation["fixable"]) == ("Waiting", False)
+    # An hour later the same pods are old enough: fixable, one eviction now.
+    _, out, _ = run(capsys, *argv, "--now", "2026-11-20T09:30:00Z", "-o", "json")
+    report = json.loads(out)
+    assert report["violations"][0]["verdict"] == "Fixable"
+    assert len(report["evictions"]) == 1
