@@ -253,3 +253,26 @@ def test_status_to_a_full_disk_is_one_line(
             assert plugin.main(argv) == 2
         err = capsys.readouterr().err
         assert err == "kubectl respread: error: cannot write the report: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"verdict": "Fixable", "fixable": True}, "; fixable"),
+        ({"verdict": "Waiting", "fixable": False}, "; waiting for holds to lift"),
+        (
+            {"verdict": "PartlyFixable", "fixable": False, "remedy": "Evict"},
+            "; partly fixable by eviction (remedy Evict)",
+        ),
+        ({"verdict": "NotFixable", "fixable": False}, "; not fixable by eviction"),
+        ({"fixable": False}, "; not fixable by eviction"),  # a status written before verdicts
+        ({"verdict": ["x"], "fixable": True}, "; fixable"),  # anyone may write a status
+    ],
+    ids=["fixable", "waiting", "partly", "not", "no-verdict", "bad-verdict"],
+)
+def test_status_says_each_violations_verdict(entry: dict[str, Any], said: str) -> None:
+    violation = {"namespace": "a", "workload": {"kind": "Deployment", "name": "web"}} | entry
+    status = {"lastScanTime": "2030-01-01T00:00:00Z", "violations": [violation]}
+    text = render_policy({"metadata": {"name": "p"}, "status": status}, None)
+    [line] = [line for line in text.splitlines() if "web" in line]
+    assert line.endswith(said), line
