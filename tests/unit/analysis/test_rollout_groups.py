@@ -9,7 +9,7 @@ from respread.analysis.causes import Cause
 from respread.core.model import ClusterState, OwnerRef, Pod, When
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.pipeline import scan
-from respread.report.changes import changes
+from respread.report.changes import Before, changes
 from respread.report.contract import status_json
 from respread.report.status import build_status
 from respread.report.stored import first_seen
@@ -82,7 +82,7 @@ def test_a_second_scan_of_the_same_rollout_finds_nothing_new_and_the_status_keep
     status = status_json(build_status(second.report, DEFAULT_POLICY, "2026-11-26T00:00:00Z"))
     keys = first_seen(status)
     assert {k[4] for k in keys} == {"pod-template-hash=old", "pod-template-hash=new"}
-    assert changes(second.report, frozenset(keys)).found == []
+    assert changes(second.report, Before(known=frozenset(keys))).found == []
 
 
 def test_a_constraint_without_match_label_keys_keeps_the_four_part_key_and_no_match_labels() -> (

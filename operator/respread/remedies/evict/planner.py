@@ -43,11 +43,12 @@ from respread.analysis.groups import Analysis, Group, Members, WorkloadRef, mini
 from respread.analysis.whatif import Saved, SimCounts, fails
 from respread.core.kernel import CountTable
 from respread.core.model import Node, Pod
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims
-from respread.remedies.evict.evictor import EvictionGate
+from respread.remedies.evict.evictor import EvictionGate, Hold, HoldKind
 from respread.remedies.evict.search import fewest_moves
-from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState
+from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState, Verdict
 from respread.remedies.evict.victims import FOREIGN_TRIALS
 from respread.scheduling.landing import LandingPredictor
 from respread.scheduling.spread import SpreadIndex
@@ -59,6 +60,7 @@ __all__ = [
     "Skip",
     "SkipKind",
     "StepState",
+    "Verdict",
     "domains_needed",
     "plan",
 ]
@@ -72,10 +74,21 @@ class Outcome:
     violating_after_run: int  # after this run's planned moves
     violating_after_all: int  # after the deferred moves too
     message: str
+    waiting_for: str = ""  # the holds whose lifting lets eviction fix it (verdict Waiting)
 
     @property
     def fixable(self) -> bool:
         return self.violating_after_all == 0
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.fixable:
+            return Verdict.FIXABLE
+        if self.waiting_for:
+            return Verdict.WAITING
+        if self.violating_after_all < self.group.violating:
+            return Verdict.PARTLY_FIXABLE
+        return Verdict.NOT_FIXABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +141,14 @@ class _Simulation:
         analysis: Analysis,
         policy: RebalancePolicy,
         held: Mapping[WorkloadRef, str] | None = None,
+        *,
+        lift_holds: bool = False,
     ) -> None:
         self.index: SpreadIndex = analysis.index
         self.policy = policy
         state = self.index.state
         self.counts = SimCounts(analysis, policy.constraints.when_unsatisfiable)
-        self.gate = EvictionGate(policy, state.budgets, held)
+        self.gate = EvictionGate(policy, state.budgets, held, lift_holds=lift_holds)
         self.landing = LandingPredictor(state.nodes, state.pods, policy.eviction.require_fit)
         self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
         self.skipped: dict[int, Skip] = {}
@@ -592,9 +607,75 @@ def plan(
     The greedy planner plans every problem. Where the violated workloads, and the workloads
     their selectors count, hold at most ``EXACT_MOVABLE`` movable pods, an exhaustive search
     looks for fewer evictions that leave every group balanced; its plan is used when it is
-    smaller than the greedy one, or balances what the greedy one does not."""
+    smaller than the greedy one, or balances what the greedy one does not.
+
+    A group the plan leaves unbalanced is Waiting (``Outcome.waiting_for``) when the greedy
+    planner, with every hold lifted (minPodAge, budgets whose pods are not all healthy yet),
+    balances it."""
     history = history or {}
     held = held or {}
+    found = _plan(analysis, policy, now, history, held)
+    return _with_waits(found, analysis, policy, now=now, history=history, held=held)
+
+
+def _with_waits(
+    found: Plan,
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    *,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+) -> Plan:
+    unfixable = {o.group.workload for o in found.outcomes if not o.fixable}
+    if not unfixable:
+        return found
+    gate = EvictionGate(policy, analysis.index.state.budgets, held)
+    holds: dict[WorkloadRef, list[Hold]] = defaultdict(list)
+    for skip in found.skipped:
+        if skip.workload not in unfixable:
+            continue
+        hold = gate.hold(skip.pod, now)
+        if hold is not None:
+            holds[skip.workload].append(hold)
+    if not any(not o.fixable and holds[o.group.workload] for o in found.outcomes):
+        return found
+    lifted = _greedy_plan(analysis, policy, now, history, held, lift_holds=True)
+    balanced = {(id(o.group.members), o.group.index) for o in lifted.outcomes if o.fixable}
+    outcomes = []
+    for o in found.outcomes:
+        waits = holds[o.group.workload]
+        if o.fixable or not waits or (id(o.group.members), o.group.index) not in balanced:
+            outcomes.append(o)
+            continue
+        waiting_for = holds_text(waits)
+        message = f"waiting: eviction fixes it once these holds lift: {waiting_for}"
+        outcomes.append(replace(o, waiting_for=waiting_for, message=message))
+    return replace(found, outcomes=tuple(outcomes))
+
+
+def holds_text(holds: list[Hold]) -> str:
+    """The holds on a group's pods, one line: 'minPodAge: 2 pod(s) too young, the first old
+    enough at T; PodDisruptionBudget web allows no disruption (...), until its pods are
+    healthy'."""
+    parts = []
+    young = sorted(h.until for h in holds if h.kind is HoldKind.MIN_POD_AGE and h.until)
+    if young:
+        parts.append(
+            f"minPodAge: {len(young)} pod(s) too young, the first old enough at "
+            f"{format_rfc3339(young[0])}"
+        )
+    parts.extend(sorted({h.reason for h in holds if h.kind is HoldKind.BUDGET}))
+    return "; ".join(parts)
+
+
+def _plan(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float | None,
+    history: Mapping[WorkloadRef, float],
+    held: Mapping[WorkloadRef, str],
+) -> Plan:
     greedy = _greedy_plan(analysis, policy, now, history, held)
     violations = analysis.violations
     if not violations:
@@ -633,13 +714,20 @@ def plan(
             note = f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
         elif balanced:
             note = (
-                f"greedy; an exhaustive search over {len(movable)} movable pods found "
-                f"no plan with fewer than {greedy_moves} eviction(s)"
+                f"greedy: {greedy_moves} eviction(s) in all, this run's and later runs' "
+                f"together, the fewest there are (an exhaustive search over {len(movable)} "
+                "movable pods found no plan with fewer)"
+            )
+        elif not movable:
+            note = (
+                "greedy: no plan balances every group (no pod that counts may be evicted now: "
+                "each is protected, too young or refused by its budget; see the pods not "
+                "evicted)"
             )
         else:
             note = (
-                f"greedy; an exhaustive search over {len(movable)} movable pods found no plan "
-                f"that balances every group within {limit} eviction(s)"
+                "greedy: no plan balances every group (an exhaustive search found none among "
+                f"the evictions of {len(movable)} movable pods)"
             )
         return replace(greedy, method_note=note)
     return _sequence_plan(
@@ -669,8 +757,10 @@ def _greedy_plan(
     now: float | None,
     history: Mapping[WorkloadRef, float],
     held: Mapping[WorkloadRef, str],
+    *,
+    lift_holds: bool = False,
 ) -> Plan:
-    sim = _Simulation(analysis, policy, held)
+    sim = _Simulation(analysis, policy, held, lift_holds=lift_holds)
     order = _violated_order(sim, analysis)
     planned = _run(sim, order, True, now, history)
     after_run = {
@@ -971,15 +1061,24 @@ def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
             f"{group.violating} pod(s) placed against {c.key} maxSkew {c.max_skew}; "
             f"fixable by eviction (at least {group.minimum_moves} move(s))"
         )
+    prefix = "not fixable by eviction now"
     if minimum_moves(counts, c.max_skew, c.min_domains) is None:
         extra, moves = domains_needed(counts, c.max_skew, c.min_domains)
-        return (
-            f"not fixable by eviction: {sum(counts)} pods at maxSkew {c.max_skew} over "
+        prefix = "not fixable by eviction"
+        why = (
+            f"{sum(counts)} pods at maxSkew {c.max_skew} over "
             f"{len(counts)} eligible {c.key} domain(s) (minDomains {c.min_domains}); needs "
             f"{extra} more eligible domain(s), then {moves} move(s) would fix it"
         )
-    if skips:
+    elif skips:
         kinds = Counter(s.reason for s in skips)
         reason, n = kinds.most_common(1)[0]
-        return f"not fixable by eviction now: {n} pod(s) that would have to move: {reason}"
-    return f"not fixable by eviction now: {remaining} pod(s) still placed against {c.key}"
+        why = f"{n} pod(s) that would have to move: {reason}"
+    else:
+        why = f"{remaining} pod(s) still placed against {c.key}"
+    if remaining < group.violating:
+        return (
+            f"partly fixable by eviction: {group.violating} misplaced pod(s) now, {remaining} "
+            f"after every eviction this run and later runs plan; the rest are not: {why}"
+        )
+    return f"{prefix}: {why}"
