@@ -210,9 +210,8 @@ def violating_nodes(
     table = tables[constraint]
     judge = index.rules(profile)[constraint]
     key = judge.key
-    counts = table.counts
     # the rule's ceilings, once per group: every node of every group is judged
-    _, ceiling, ceiling_counted = judge.ceilings(table)
+    ceilings = judge.ceilings(table)
     if index.counts_pod(profile.constraints[constraint].selector, members.labels):
         node_domain = table.space.node_domain  # members there are in the counts
     else:
@@ -222,7 +221,7 @@ def violating_nodes(
         value = nodes[node_name].labels.get(key)
         if value is None:
             out[node_name] = FilterStatus.UNRESOLVABLE
-        elif counts.get(value, 0) > (ceiling_counted if node_name in node_domain else ceiling):
+        elif ceilings.fails(value, node_name in node_domain):
             out[node_name] = FilterStatus.UNSCHEDULABLE
     return out
 

@@ -13,15 +13,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from respread.analysis.groups import Analysis, Members, minimum_moves
-from respread.core.kernel import CountTable, SpreadRule, Verdict
+from respread.core.kernel import Ceilings, CountTable, SpreadRule, Verdict
 from respread.core.model import Labels, LabelSelector, Node, Pod, When
 from respread.core.selectors import narrowing
 from respread.scheduling.spread import Profile, SpreadIndex
 
 # One constraint as ``SimCounts.judge`` prepares it for the counts as they stand: index,
-# topology key, counts, the eligible nodes' domains (empty when the members are not counted),
-# global minimum, and the rule's ceilings for members not counted and counted.
-Rule = tuple[int, str, Mapping[str, int], Mapping[str, str], int, int, int]
+# topology key, the rule's ceilings, and the eligible nodes' domains (empty when the members
+# are not counted).
+Rule = tuple[int, str, Ceilings, Mapping[str, str]]
 
 # The same before the counts are read: the rule, its table, eligible nodes' domains (or none).
 _RuleShape = tuple[SpreadRule, CountTable, Mapping[str, str]]
@@ -40,28 +40,20 @@ Misplaced = tuple[str, Sequence[Pod], tuple[int, bool]]
 def fails(judge: list[Rule], labels: Labels, node_name: str) -> tuple[int, bool] | None:
     """The first rule members on this node fail (the rule's ceilings), and whether they are
     counted in it; or None."""
-    for i, key, counts, node_domain, _, ceiling, ceiling_counted in judge:
-        value = labels.get(key)
-        if value is None:
-            return i, False
-        if node_name in node_domain:
-            if counts.get(value, 0) > ceiling_counted:
-                return i, True
-        elif counts.get(value, 0) > ceiling:
-            return i, False
+    for i, key, ceilings, node_domain in judge:
+        counted = node_name in node_domain  # never a node without the key
+        if ceilings.fails(labels.get(key), counted):
+            return i, counted
     return None
 
 
 def failing(judge: list[Rule], labels: Labels, node_name: str) -> list[int]:
     """Every rule members on this node fail (``fails`` stops at the first)."""
-    out = []
-    for i, key, counts, node_domain, _, ceiling, ceiling_counted in judge:
-        value = labels.get(key)
-        if value is None or counts.get(value, 0) > (
-            ceiling_counted if node_name in node_domain else ceiling
-        ):
-            out.append(i)
-    return out
+    return [
+        i
+        for i, key, ceilings, node_domain in judge
+        if ceilings.fails(labels.get(key), node_name in node_domain)
+    ]
 
 
 class SimCounts:
@@ -209,8 +201,7 @@ class SimCounts:
                 rules.append((self.index.rules(profile)[i], tables[i], node_domain))
             self._rules[(id(m), only)] = rules
         return [
-            (r.constraint, r.key, table.counts, node_domain, *r.ceilings(table))
-            for r, table, node_domain in rules
+            (r.constraint, r.key, r.ceilings(table), node_domain) for r, table, node_domain in rules
         ]
 
     def selected(self, m: Members) -> tuple[bool, ...]:

@@ -4,8 +4,9 @@ Modelled on kube-scheduler's ``preFilterState``: a ``CountTable`` is one constra
 ``TpValueToMatchNum`` over its eligible domains, changed a pod at a time (``add``, its
 ``updateWithPod``), cloned with ``copy`` (its ``Clone``), undone by the opposite ``add``; the
 global minimum is kept as pods come and go rather than found again by a scan. ``SpreadRule``
-is the Filter's one rule on it; analysis, explain, the planner and the deletion-cost order
-all judge nodes through it.
+is the Filter's one rule on it, and ``Ceilings`` the one place its comparison is made;
+analysis, explain, the what-if simulation, the landing predictor and every remedy judge nodes
+through them.
 """
 
 from __future__ import annotations
@@ -172,9 +173,48 @@ class Verdict:
 SUCCESS: Final = Verdict(FilterStatus.SUCCESS)
 
 
+class Ceilings:
+    """One rule read against a table's counts as they stand: the most pods a domain may hold
+    for the pod judged to pass there, found once (the global minimum does not change while
+    nodes are judged), for a pod not counted and for one counted in the node's domain.
+
+    The Filter's comparison, ``matchNum + selfMatch - globalMin > maxSkew``, is made here and
+    nowhere else: node by node (``fails``) or domain by domain (``crowded``, ``admits_empty``).
+    Counted, the pod leaves its domain first: matchNum falls by one, and the global minimum to
+    at most that; both sides falling alike, a domain at or below the minimum passes whenever
+    an empty one would (``maxSkew >= selfMatch``).
+    """
+
+    __slots__ = ("counted", "counts", "global_min", "uncounted")
+
+    def __init__(self, rule: SpreadRule, table: CountTable) -> None:
+        self.counts = table.counts
+        self.global_min = gmin = table.global_min(rule.min_domains)
+        limit = rule.max_skew - rule.self_match
+        self.uncounted = limit + gmin
+        self.counted = limit + 1 + gmin if limit >= 0 else -1
+
+    def fails(self, value: str | None, counted: bool = False) -> bool:
+        """Whether the Filter rejects a node whose value of the key is ``value`` (None: the
+        node lacks the key); ``counted``: the pod judged is in the counts, in that domain."""
+        return value is None or self.counts.get(value, 0) > (
+            self.counted if counted else self.uncounted
+        )
+
+    def crowded(self) -> list[str]:
+        """The listed domains where a pod not counted fails."""
+        limit = self.uncounted
+        return [domain for domain, n in self.counts.items() if n > limit]
+
+    def admits_empty(self) -> bool:
+        """Whether a pod not counted passes in a domain holding none (0 is within the
+        ceiling)."""
+        return self.uncounted >= 0
+
+
 class SpreadRule(NamedTuple):
     """One constraint of one pod shape as the Filter applies it (section 5):
-    ``matchNum + selfMatch - globalMin > maxSkew`` rejects a node.
+    ``matchNum + selfMatch - globalMin > maxSkew`` rejects a node (``Ceilings`` compares).
 
     ``counted``: the pod judged is itself in the table, in the node's domain (a bound pod
     judged as if it were being placed again, taken out of the counts first). A NamedTuple:
@@ -188,25 +228,18 @@ class SpreadRule(NamedTuple):
     self_match: int  # 1 when the constraint's selector matches the pod judged
 
     def ceiling(self, table: CountTable, counted: bool = False) -> int:
-        """The most pods a domain may hold, as ``table`` counts them, for the pod to pass there.
+        """The most pods a domain may hold, as ``table`` counts them, for the pod to pass there."""
+        ceilings = Ceilings(self, table)
+        return ceilings.counted if counted else ceilings.uncounted
 
-        Counted, the pod leaves its domain first: matchNum falls by one, and the global
-        minimum to at most that; both sides falling alike, a domain at or below the minimum
-        passes whenever an empty one would (``maxSkew >= selfMatch``)."""
-        _, uncounted, in_counts = self.ceilings(table)
-        return in_counts if counted else uncounted
-
-    def ceilings(self, table: CountTable) -> tuple[int, int, int]:
-        """The global minimum, and ``ceiling`` for a pod not counted and for one counted, at
-        once (the planner asks for all three for every group after every move)."""
-        gmin = table.global_min(self.min_domains)
-        limit = self.max_skew - self.self_match
-        return gmin, limit + gmin, (limit + 1 + gmin if limit >= 0 else -1)
+    def ceilings(self, table: CountTable) -> Ceilings:
+        """The rule against the counts as they stand, to judge many nodes by."""
+        return Ceilings(self, table)
 
     def fails(self, table: CountTable, value: str | None, counted: bool = False) -> bool:
         """Whether the Filter rejects a node whose value of the key is ``value`` (None: the
         node lacks the key)."""
-        return value is None or table.counts.get(value, 0) > self.ceiling(table, counted)
+        return Ceilings(self, table).fails(value, counted)
 
     def verdict(self, table: CountTable, value: str | None, counted: bool = False) -> Verdict:
         """``fails`` with the scheduler's status and the arithmetic behind it."""

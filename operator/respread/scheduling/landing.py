@@ -73,17 +73,15 @@ class LandingPredictor:
         """The nodes where the Filter passes the constraint (not counted), as a set."""
         judge = rule(profile, index)
         has_key, by_value = self.node_sets.domains(judge.key)
-        limit = judge.ceiling(table)
+        ceilings = judge.ceilings(table)
         passing = has_key
-        if limit < 0:  # not even an empty domain passes: only the listed ones at or below it
+        if not ceilings.admits_empty():  # only the listed domains within the ceiling, if any
             listed = 0
-            for domain, n in table.counts.items():
-                if n <= limit:
-                    listed |= by_value.get(domain, 0)
+            for domain in table.counts:
+                listed |= by_value.get(domain, 0)
             passing &= listed
-        for domain, n in table.counts.items():
-            if n > limit:
-                passing &= ~by_value.get(domain, 0)
+        for domain in ceilings.crowded():
+            passing &= ~by_value.get(domain, 0)
         return passing
 
     def score_levels(

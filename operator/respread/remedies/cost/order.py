@@ -338,15 +338,10 @@ class _Simulation:
         live = check.members.by_node
         value = 0
         if live:
-            table = check.tables[check.index]
-            counts = table.counts
-            _, ceiling, ceiling_counted = check.rule.ceilings(table)
+            ceilings = check.rule.ceilings(check.tables[check.index])
             classes = check.classes
             for node, pods in live.items():
-                domain, counted = classes[node]
-                if domain is None or counts.get(domain, 0) > (
-                    ceiling_counted if counted else ceiling
-                ):
+                if ceilings.fails(*classes[node]):
                     value += len(pods)
         self._misplaced[number] = value
         return value

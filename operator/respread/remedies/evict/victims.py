@@ -48,12 +48,12 @@ def candidates(
             continue
         excess = 0
         keyless = False  # on a node without a key: every fix moves the pod
-        for _, key, table, _, gmin, _, _ in judge:
+        for _, key, ceilings, _ in judge:
             value = labels.get(key)
             if value is None:
                 keyless = True
             else:
-                excess = max(excess, table.get(value, 0) - gmin)
+                excess = max(excess, ceilings.counts.get(value, 0) - ceilings.global_min)
         broken = 1 if len(judge) == 1 else len(failing(judge, labels, node_name))
         crowd = len(pods)
         for pod in live:
