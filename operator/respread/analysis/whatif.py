@@ -1,22 +1,363 @@
-"""The planner's simulated counts: working copies of the count tables and of where the
-members' pods stand, changed move by move and undone exactly, and who is misplaced in them.
+"""The what-if simulation every remedy plans on: working copies of the analysed count tables
+and of where groups' pods stand, changed a pod at a time and undone exactly, and the misplaced
+pods judged on them with the Filter kernel (``SpreadRule`` and its ``Ceilings``).
 
-Every judgement goes through the Filter kernel (``SpreadRule`` on ``CountTable``), prepared
-once per group and read against the counts as they stand. State stamps name each state of a
-table copy or of a group's positions, so the misplaced-pods tally is recomputed only for the
-groups a move changed, and an undone move puts the old stamps back.
+``WorkingCounts`` is the state. A table is copied when first used (shared where the originals
+are), a group's positions when one of its pods first moves. Every change goes into a journal
+that ``undo`` replays backwards to any ``mark``, and takes a fresh stamp from one clock, so a
+stamp names exactly one state of a table or of a group's positions: a cache keyed by stamps is
+never stale, and an undone change puts the old stamps back. On it:
+
+- ``GroupCheck``: one group (members, one constraint), its pods tallied by node class and the
+  misplaced among them judged class by class (the deletion-cost order's checks, a surge's
+  workload);
+- ``SimCounts``: every analysed group judged under the policy's wanted constraints at once,
+  with the tallies the eviction planner compares its moves by.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 from respread.analysis.groups import Analysis, Members, minimum_moves
 from respread.core.kernel import Ceilings, CountTable, SpreadRule, Verdict
 from respread.core.model import Labels, LabelSelector, Node, Pod, When
 from respread.core.selectors import narrowing
 from respread.scheduling.spread import Profile, SpreadIndex
+
+# A table of a namespace, as ``WorkingCounts.tables_counting`` looks it up: its place among
+# the namespace's tables, its selector, the working copy.
+_TableEntry = tuple[int, LabelSelector | None, CountTable]
+
+
+class _Positions:
+    """A group's pods by node once one of them moved (copied then), and their stamp."""
+
+    __slots__ = ("by_node", "members", "stamp")
+
+    def __init__(self, members: Members) -> None:
+        self.members = members  # held: its id keys the entry
+        self.by_node: dict[str, list[Pod]] = {n: list(p) for n, p in members.by_node.items()}
+        self.stamp = 0
+
+
+class WorkingCounts:
+    """Working copies of the count tables and of the groups' positions for one planning run,
+    changed a pod at a time and undone exactly."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self.index: SpreadIndex = analysis.index
+        self.nodes: dict[str, Node] = self.index.nodes
+        self.node_labels: dict[str, Labels] = {name: n.labels for name, n in self.nodes.items()}
+        self.members_by_namespace: dict[str, list[Members]] = defaultdict(list)
+        for m in analysis.members:
+            self.members_by_namespace[m.profile.namespace].append(m)
+        self._copies: dict[int, CountTable] = {}  # id(original) -> working copy (held)
+        self._profile_tables: dict[int, tuple[Profile, tuple[CountTable, ...]]] = {}
+        self._stamps: dict[int, int] = {}  # id(working copy) -> stamp
+        self._moved: dict[int, _Positions] = {}  # id(members) -> positions once changed
+        self._checks: dict[int, list[GroupCheck]] = {}  # id(members) -> checks of them
+        self._journal: list[Callable[[], None]] = []  # each entry undoes one change
+        self._clock = 0
+        # namespace -> its tables in first-use order over its members, and each one's users
+        self._namespace_tables: dict[str, list[tuple[LabelSelector | None, CountTable]]] = {}
+        self._users: dict[int, list[Members]] = {}  # id(working copy) -> members using it
+        self._registered: dict[str, set[int]] = {}  # namespace -> ids of members registered
+        self._tables_by_label: dict[str, dict[tuple[str, str] | None, list[_TableEntry]]] = {}
+        self._counting: dict[tuple[str, int], list[CountTable]] = {}
+
+    # ---- tables ------------------------------------------------------------------------
+
+    def table(self, original: CountTable) -> CountTable:
+        """The working copy of one of the index's tables."""
+        copy = self._copies.get(id(original))
+        if copy is None:
+            copy = self._copies[id(original)] = original.copy()
+        return copy
+
+    def tables(self, profile: Profile) -> tuple[CountTable, ...]:
+        """The working copies of a profile's tables (one per constraint, shared like the
+        originals)."""
+        hit = self._profile_tables.get(id(profile))  # the entry holds the profile
+        if hit is None:
+            tables = tuple(self.table(t) for t in self.index.tables(profile))
+            hit = self._profile_tables[id(profile)] = (profile, tables)
+        return hit[1]
+
+    def register(self, m: Members) -> None:
+        """Count ``m``'s tables among its namespace's, and ``m`` among their users (the
+        analysed members are registered when their namespace is first asked about)."""
+        namespace = m.profile.namespace
+        self._namespace(namespace)
+        if id(m) in self._registered[namespace]:
+            return
+        self._registered[namespace].add(id(m))
+        entries = self._namespace_tables[namespace]
+        for i, table in enumerate(self.tables(m.profile)):
+            users = self._users.get(id(table))
+            if users is None:
+                users = self._users[id(table)] = []
+                entries.append((m.profile.constraints[i].selector, table))
+                if self._tables_by_label.pop(namespace, None) is not None:  # indexed again
+                    self._counting = {k: v for k, v in self._counting.items() if k[0] != namespace}
+            if not users or users[-1] is not m:  # m's constraints may share a table
+                users.append(m)
+
+    def _namespace(self, namespace: str) -> None:
+        if namespace not in self._registered:
+            self._registered[namespace] = set()
+            self._namespace_tables[namespace] = []
+            for m in self.members_by_namespace.get(namespace, ()):
+                self.register(m)
+
+    def users(self, table: CountTable) -> Sequence[Members]:
+        """The registered members whose profiles use this working table."""
+        return self._users.get(id(table), ())
+
+    def namespace_tables(self, namespace: str) -> list[tuple[LabelSelector | None, CountTable]]:
+        """The namespace's working tables, each with its selector, in first-use order."""
+        self._namespace(namespace)
+        return self._namespace_tables[namespace]
+
+    def tables_counting(self, pod: Pod) -> list[CountTable]:
+        """The namespace's working tables whose selector counts the pod (wherever it stands)."""
+        key = (pod.namespace, id(pod.labels))  # the pod keeps its (interned) labels alive
+        hit = self._counting.get(key)
+        if hit is None:
+            counts_pod = self.index.counts_pod
+            hit = self._counting[key] = [
+                table
+                for _, selector, table in self._could_count_pod(pod)
+                if counts_pod(selector, pod.labels)
+            ]
+        return hit
+
+    def _could_count_pod(self, pod: Pod) -> list[_TableEntry]:
+        """The namespace's tables whose selector might count the pod, in first-use order:
+        those with an In requirement only where the pod holds one of its values."""
+        index = self._tables_by_label.get(pod.namespace)
+        if index is None:
+            index = self._tables_by_label[pod.namespace] = defaultdict(list)
+            for n, (selector, table) in enumerate(self.namespace_tables(pod.namespace)):
+                req = narrowing(selector)
+                for pair in [None] if req is None else [(req.key, v) for v in req.values]:
+                    index[pair].append((n, selector, table))
+        found = {entry[0]: entry for entry in index.get(None, ())}
+        for pair in pod.labels.items():
+            for entry in index.get(pair, ()):
+                found[entry[0]] = entry
+        return [found[n] for n in sorted(found)]
+
+    # ---- positions ---------------------------------------------------------------------
+
+    def positions(self, m: Members) -> Mapping[str, Sequence[Pod]]:
+        """The members' pods by node, as the changes so far left them."""
+        moved = self._moved.get(id(m))
+        return m.by_node if moved is None else moved.by_node
+
+    # ---- changes -----------------------------------------------------------------------
+
+    def shift(self, tables: Iterable[CountTable], node: str, delta: int) -> None:
+        """``delta`` pods on ``node`` in each of ``tables`` that holds the node."""
+        stamps, journal = self._stamps, self._journal
+        for table in tables:
+            domain = table.space.node_domain.get(node)
+            if domain is not None:
+                table.add(domain, delta)
+                journal.append(partial(self._unshift, table, domain, delta, stamps.get(id(table))))
+                self._clock += 1
+                stamps[id(table)] = self._clock
+
+    def _unshift(self, table: CountTable, domain: str, delta: int, stamp: int | None) -> None:
+        table.add(domain, -delta)
+        if stamp is None:
+            del self._stamps[id(table)]
+        else:
+            self._stamps[id(table)] = stamp
+
+    def take(self, m: Members, pod: Pod, node: str) -> None:
+        """Take ``pod`` from the members' positions on ``node`` (the counts are ``shift``'s)."""
+        moved = self._positions_of(m)
+        pods = moved.by_node[node]
+        at = pods.index(pod)
+        del pods[at]
+        self._changed(m, node, -1)
+        self._journal.append(partial(self._untake, moved, node, at, pod, moved.stamp))
+        self._clock += 1
+        moved.stamp = self._clock
+
+    def _untake(self, moved: _Positions, node: str, at: int, pod: Pod, stamp: int) -> None:
+        moved.by_node[node].insert(at, pod)
+        self._changed(moved.members, node, +1)
+        self._restamp(moved, stamp)
+
+    def put(self, m: Members, pod: Pod, node: str) -> None:
+        """Put ``pod`` in the members' positions on ``node``."""
+        moved = self._positions_of(m)
+        pods = moved.by_node.get(node)
+        listed = pods is not None
+        if pods is None:
+            pods = moved.by_node[node] = []
+        pods.append(pod)
+        self._changed(m, node, +1)
+        self._journal.append(partial(self._unput, moved, node, listed, moved.stamp))
+        self._clock += 1
+        moved.stamp = self._clock
+
+    def _unput(self, moved: _Positions, node: str, listed: bool, stamp: int) -> None:
+        if listed:
+            moved.by_node[node].pop()
+        else:
+            del moved.by_node[node]
+        self._changed(moved.members, node, -1)
+        self._restamp(moved, stamp)
+
+    def _restamp(self, moved: _Positions, stamp: int) -> None:
+        moved.stamp = stamp
+        if not stamp:  # the positions were copied by the change undone: the members' again
+            del self._moved[id(moved.members)]
+
+    def relocate(self, m: Members, pod: Pod, source: str, target: str) -> None:
+        """Move one of the members' pods from ``source`` to ``target`` in their positions."""
+        self.take(m, pod, source)
+        self.put(m, pod, target)
+
+    def remove_pod(self, pod: Pod, node: str, holder: Members | None = None) -> None:
+        """``pod`` leaves ``node``: one fewer in every table counting it there, and out of its
+        ``holder``'s positions."""
+        self.shift(self.tables_counting(pod), node, -1)
+        if holder is not None:
+            self.take(holder, pod, node)
+
+    def add_pod(self, pod: Pod, node: str, holder: Members | None = None) -> None:
+        """``pod`` arrives on ``node``: one more in every table counting it there, and in its
+        ``holder``'s positions."""
+        self.shift(self.tables_counting(pod), node, +1)
+        if holder is not None:
+            self.put(holder, pod, node)
+
+    def _positions_of(self, m: Members) -> _Positions:
+        moved = self._moved.get(id(m))
+        if moved is None:  # stamped 0 until changed: a change undone to 0 drops the copy
+            moved = self._moved[id(m)] = _Positions(m)
+        return moved
+
+    def _changed(self, m: Members, node: str, delta: int) -> None:
+        for check in self._checks.get(id(m), ()):
+            check.moved(node, delta)
+
+    def mark(self) -> int:
+        """The state as it is now, for ``undo``."""
+        return len(self._journal)
+
+    def undo(self, mark: int) -> None:
+        """Take back every change since ``mark``, last first, stamps included."""
+        journal = self._journal
+        while len(journal) > mark:
+            journal.pop()()
+
+    # ---- stamps ------------------------------------------------------------------------
+
+    def table_stamp(self, table: CountTable) -> int:
+        return self._stamps.get(id(table), 0)
+
+    def positions_stamp(self, m: Members) -> int:
+        moved = self._moved.get(id(m))
+        return 0 if moved is None else moved.stamp
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def check(self, m: Members, constraint: int) -> GroupCheck:
+        """The group of ``m`` under one constraint, judged on these counts (one per group)."""
+        checks = self._checks.setdefault(id(m), [])
+        for found in checks:
+            if found.constraint == constraint:
+                return found
+        made = GroupCheck(self, m, constraint)
+        checks.append(made)
+        return made
+
+    def crowding(self, groups: Iterable[tuple[Members, int]], node: str) -> int:
+        """How far above its global minimum the node's domain is, summed over the groups
+        (members, constraint) whose constraint counts the node."""
+        total = 0
+        for m, i in groups:
+            table = self.tables(m.profile)[i]
+            domain = table.space.node_domain.get(node)
+            if domain is not None:
+                total += table.get(domain) - table.global_min(m.profile.constraints[i].min_domains)
+        return total
+
+
+class GroupCheck:
+    """One group, members and one of their constraints, on the working counts: its pods
+    tallied by node class (the nodes the Filter cannot tell apart for the constraint: the same
+    value of its key, and the members there in the counts or not), and the misplaced among
+    them, judged class by class and recounted only when the table or the positions changed."""
+
+    __slots__ = (
+        "_cache",
+        "_class_of",
+        "_counted",
+        "_eligible",
+        "_labels",
+        "by_class",
+        "constraint",
+        "counts",
+        "members",
+        "rule",
+        "table",
+    )
+
+    def __init__(self, counts: WorkingCounts, m: Members, constraint: int) -> None:
+        index = counts.index
+        self.counts = counts
+        self.members = m
+        self.constraint = constraint
+        self.rule: SpreadRule = index.rules(m.profile)[constraint]
+        self.table = counts.tables(m.profile)[constraint]
+        selector = m.profile.constraints[constraint].selector
+        self._counted = bool(m.by_node) and index.counts_pod(selector, m.labels)
+        self._eligible = self.table.space.node_domain
+        self._labels = counts.node_labels
+        self._class_of: dict[str, tuple[str | None, bool]] = {}
+        self.by_class: dict[tuple[str | None, bool], int] = {}
+        for node, pods in counts.positions(m).items():
+            self.moved(node, len(pods))
+        self._cache: tuple[int, int, int] | None = None
+
+    def moved(self, node: str, delta: int) -> None:
+        """``delta`` of the members' pods more on ``node`` (WorkingCounts calls it)."""
+        cls = self._class_of.get(node)
+        if cls is None:
+            cls = self._class_of[node] = (
+                self._labels[node].get(self.rule.key),
+                self._counted and node in self._eligible,
+            )
+        self.by_class[cls] = self.by_class.get(cls, 0) + delta
+
+    def misplaced(self) -> int:
+        """The members the scheduler would not place where they stand, under this constraint
+        (analysis.violating_nodes' judgement, summed)."""
+        counts = self.counts
+        table_stamp = counts.table_stamp(self.table)
+        positions_stamp = counts.positions_stamp(self.members)
+        cache = self._cache
+        if cache is not None and cache[0] == table_stamp and cache[1] == positions_stamp:
+            return cache[2]
+        ceilings = self.rule.ceilings(self.table)
+        value = 0
+        for (domain, counted), n in self.by_class.items():
+            if n and ceilings.fails(domain, counted):
+                value += n
+        self._cache = (table_stamp, positions_stamp, value)
+        return value
+
+
+# ---- the eviction planner's judgement ------------------------------------------------------
 
 # One constraint as ``SimCounts.judge`` prepares it for the counts as they stand: index,
 # topology key, the rule's ceilings, and the eligible nodes' domains (empty when the members
@@ -25,12 +366,6 @@ Rule = tuple[int, str, Ceilings, Mapping[str, str]]
 
 # The same before the counts are read: the rule, its table, eligible nodes' domains (or none).
 _RuleShape = tuple[SpreadRule, CountTable, Mapping[str, str]]
-
-# A table of ``SimCounts.by_namespace``: its place there, id, selector, the table itself.
-_TableEntry = tuple[int, int, LabelSelector | None, CountTable]
-
-# The stamps a change touched, as they were: what undoing it puts back.
-Saved = dict[int, int | None]
 
 # Members misplaced on one node: the node, its pods of the members, and the first rule they
 # fail there with whether they are counted in it.
@@ -56,125 +391,28 @@ def failing(judge: list[Rule], labels: Labels, node_name: str) -> list[int]:
     ]
 
 
-class SimCounts:
-    """Count tables and positions of one planning run, with undo."""
+class SimCounts(WorkingCounts):
+    """The working counts with every analysed group judged under the wanted constraints: who
+    is misplaced, by which rule, and how far each group is from balance (the eviction
+    planner's measures), each kept until the state it was found in changes."""
 
     def __init__(self, analysis: Analysis, whens: Iterable[When]) -> None:
-        self.index: SpreadIndex = analysis.index
+        super().__init__(analysis)
         self.whens = frozenset(whens)
-        self.nodes: dict[str, Node] = self.index.nodes
-        self.node_labels: dict[str, Labels] = {name: n.labels for name, n in self.nodes.items()}
-        # Working copies of every count table any analysed profile uses, shared like the originals.
-        self._copies: dict[int, CountTable] = {}
-        self.tables_of: dict[int, tuple[CountTable, ...]] = {}
-        self.users: dict[int, list[Members]] = defaultdict(list)  # table id -> members using it
-        self.by_namespace: dict[str, list[tuple[int, Profile, int, CountTable]]] = defaultdict(list)
-        self.members_by_namespace: dict[str, list[Members]] = defaultdict(list)
-        for m in analysis.members:
-            self.register(m)
-            self.members_by_namespace[m.profile.namespace].append(m)
-        # where members stand once one of theirs moved (copied then); the others stand as found
-        self._moved_members: dict[int, dict[str, list[Pod]]] = {}
+        for namespace in self.members_by_namespace:
+            self.namespace_tables(namespace)
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[int, tuple[bool, ...]] = {}
-        self._counting: dict[tuple[str, int], list[tuple[int, CountTable]]] = {}
-        self._tables_by_label: dict[str, dict[tuple[str, str] | None, list[_TableEntry]]] = {}
         self._rules: dict[tuple[int, int | None], list[_RuleShape]] = {}
         self._counted_others: dict[int, dict[int, list[Members]]] = {}
         self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
-        # State stamps for the violators cache: every change to a table copy or to a member's
-        # positions takes a fresh number from one clock, so a stamp names exactly one state
-        # (and an undone trial move may put the old numbers back).
-        self._clock = 0
-        self._stamps: dict[int, int] = {}  # id(table copy) or id(members) -> state number
         self._violators: dict[int, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
         self._misplaced: dict[int, tuple[tuple[int, ...], list[Misplaced]]] = {}
 
-    def register(self, m: Members) -> None:
-        """Give ``m`` working copies of its profile's tables (shared where the originals are)."""
-        tables = []
-        for i, original in enumerate(self.index.tables(m.profile)):
-            copy = self._copies.get(id(original))
-            if copy is None:
-                copy = self._copies[id(original)] = original.copy()
-                self.by_namespace[m.profile.namespace].append((id(copy), m.profile, i, copy))
-            tables.append(copy)
-            users = self.users[id(copy)]
-            if not users or users[-1] is not m:  # m's constraints may share a table
-                users.append(m)
-        self.tables_of[id(m)] = tuple(tables)
-
-    # ---- changing the counts -----------------------------------------------------------
-
-    def tables_counting(self, pod: Pod) -> list[tuple[int, CountTable]]:
-        key = (pod.namespace, id(pod.labels))  # the pod keeps its (interned) labels alive
-        hit = self._counting.get(key)
-        if hit is None:
-            counts_pod = self.index.counts_pod
-            hit = self._counting[key] = [
-                (tid, table)
-                for _, tid, selector, table in self._could_count_pod(pod)
-                if counts_pod(selector, pod.labels)
-            ]
-        return hit
-
-    def _could_count_pod(self, pod: Pod) -> list[_TableEntry]:
-        """The namespace's tables whose selector might count the pod, in ``by_namespace``
-        order: those with an In requirement only where the pod holds one of its values."""
-        index = self._tables_by_label.get(pod.namespace)
-        if index is None:
-            index = self._tables_by_label[pod.namespace] = defaultdict(list)
-            for n, (tid, profile, i, table) in enumerate(self.by_namespace[pod.namespace]):
-                selector = profile.constraints[i].selector
-                req = narrowing(selector)
-                for pair in [None] if req is None else [(req.key, v) for v in req.values]:
-                    index[pair].append((n, tid, selector, table))
-        found = {entry[0]: entry for entry in index.get(None, ())}
-        for pair in pod.labels.items():
-            for entry in index.get(pair, ()):
-                found[entry[0]] = entry
-        return [found[n] for n in sorted(found)]
-
-    def shift(self, tables: list[tuple[int, CountTable]], node: str, delta: int) -> set[int]:
-        """``delta`` pods on ``node`` in each of ``tables`` that holds the node."""
-        changed = set()
-        for tid, table in tables:
-            domain = table.space.node_domain.get(node)
-            if domain is not None:
-                table.add(domain, delta)
-                changed.add(tid)
-                self._clock += 1
-                self._stamps[tid] = self._clock
-        return changed
-
-    def save(self, keys: Iterable[int]) -> Saved:
-        """The stamps of these tables or members as they are, for ``restore``."""
-        return {k: self._stamps.get(k) for k in keys}
-
-    def restore(self, saved: Saved) -> None:
-        for key, stamp in saved.items():
-            if stamp is None:
-                self._stamps.pop(key, None)
-            else:
-                self._stamps[key] = stamp
-
     def stamp(self, m: Members) -> tuple[int, ...]:
-        stamps = self._stamps
-        return (stamps.get(id(m), 0), *(stamps.get(id(t), 0) for t in self.tables_of[id(m)]))
-
-    def positions(self, m: Members) -> Mapping[str, Sequence[Pod]]:
-        """The members' pods by node, as moves so far left them."""
-        return self._moved_members.get(id(m)) or m.by_node
-
-    def reposition(self, m: Members, pod: Pod, source: str, target: str) -> None:
-        positions = self._moved_members.get(id(m))
-        if positions is None:
-            positions = {n: list(p) for n, p in m.by_node.items()}
-            self._moved_members[id(m)] = positions
-        positions[source].remove(pod)
-        positions.setdefault(target, []).append(pod)
-        self._clock += 1
-        self._stamps[id(m)] = self._clock
+        """The state of the members' positions and tables."""
+        stamp = self.table_stamp
+        return (self.positions_stamp(m), *(stamp(t) for t in self.tables(m.profile)))
 
     # ---- judging -----------------------------------------------------------------------
 
@@ -193,7 +431,7 @@ class SimCounts:
         rules = self._rules.get((id(m), only))
         if rules is None:
             profile = m.profile
-            tables = self.tables_of[id(m)]
+            tables = self.tables(profile)
             selected = self.selected(m)
             rules = []
             for i in self.wanted(profile) if only is None else [only]:
@@ -216,7 +454,7 @@ class SimCounts:
 
     def verdict(self, m: Members, node_name: str, failing: tuple[int, bool]) -> Verdict:
         index, counted = failing
-        table = self.tables_of[id(m)][index]
+        table = self.tables(m.profile)[index]
         value = self.node_labels[node_name].get(m.profile.constraints[index].key)
         return self.index.rules(m.profile)[index].verdict(table, value, counted)
 
@@ -270,15 +508,16 @@ class SimCounts:
         self,
         members: Iterable[Members],
         tallies: Mapping[int, tuple[int, Mapping[int, int]]],
-        changing: set[int],
+        changing: Iterable[CountTable],
     ) -> dict[tuple[int, int], int]:
         """The skew of each violated group whose counts the move changes, before it."""
+        changed = {id(t) for t in changing}
         out = {}
         for x in members:
-            tables = self.tables_of[id(x)]
+            tables = self.tables(x.profile)
             for i in tallies[id(x)][1]:
                 table = tables[i]
-                if id(table) in changing:
+                if id(table) in changed:
                     out[(id(x), i)] = table.skew(x.profile.constraints[i].min_domains)
         return out
 
@@ -290,7 +529,7 @@ class SimCounts:
             profile = x.profile
             for i in self.wanted(profile):
                 c = profile.constraints[i]
-                table = self.tables_of[id(x)][i]
+                table = self.tables(profile)[i]
                 counts = [table.get(d) for d in table.space.domain_nodes]
                 moves = minimum_moves(counts, c.max_skew, c.min_domains)
                 total += self.violators(x, i) if moves is None else moves
@@ -300,7 +539,7 @@ class SimCounts:
 
     def affected(self, owner: Members, pod: Pod) -> dict[int, Members]:
         """The members whose counts or positions moving the pod changes."""
-        found = {id(x): x for tid, _ in self.tables_counting(pod) for x in self.users.get(tid, ())}
+        found = {id(x): x for t in self.tables_counting(pod) for x in self.users(t)}
         found[id(owner)] = owner
         return found
 

@@ -35,7 +35,8 @@ def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
     if not analysis.members:
         return
     before = {id(m): (counts.tally(m), counts.stamp(m)) for m in analysis.members}
-    tables = {id(t): dict(t.counts) for ts in counts.tables_of.values() for t in ts}
+    working = [t for m in analysis.members for t in counts.tables(m.profile)]
+    tables = {id(t): dict(t.counts) for t in working}
     names = [n.name for n in cluster.nodes]
     undo = []
     for _ in range(data.draw(st.integers(1, 4))):
@@ -46,11 +47,10 @@ def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
         source, moving = data.draw(st.sampled_from(here))
         target = data.draw(st.sampled_from(names))
         tabled = counts.tables_counting(moving)
-        saved = counts.save((id(m), *(tid for tid, _ in tabled)))
+        undo.append(counts.mark())
         counts.shift(tabled, source, -1)
         counts.shift(tabled, target, +1)
-        counts.reposition(m, moving, source, target)
-        undo.append((m, moving, source, target, tabled, saved))
+        counts.relocate(m, moving, source, target)
         for x in analysis.members:  # the cache follows the change
             judge = counts.judge(x)
             expected = sum(
@@ -59,12 +59,9 @@ def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
                 if ps and fails(judge, counts.node_labels[n], n) is not None
             )
             assert counts.violators(x) == expected
-    for m, moving, source, target, tabled, saved in reversed(undo):
-        counts.reposition(m, moving, target, source)
-        counts.shift(tabled, target, -1)
-        counts.shift(tabled, source, +1)
-        counts.restore(saved)
-    assert {id(t): dict(t.counts) for ts in counts.tables_of.values() for t in ts} == tables
+    for mark in reversed(undo):
+        counts.undo(mark)
+    assert {id(t): dict(t.counts) for t in working} == tables
     for m in analysis.members:
         assert (counts.tally(m), counts.stamp(m)) == before[id(m)]
 

@@ -40,8 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from respread.analysis.groups import Analysis, Group, Members, WorkloadRef, minimum_moves
-from respread.analysis.whatif import Saved, SimCounts, fails
-from respread.core.kernel import CountTable
+from respread.analysis.whatif import SimCounts, fails
 from respread.core.model import Node, Pod
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims
@@ -100,8 +99,7 @@ class _Applied:
     owner: Members
     pod: Pod
     target: Node
-    counting: list[tuple[int, CountTable]]
-    saved: Saved
+    mark: int  # the simulation's state before it
 
 
 @dataclass(slots=True)
@@ -112,8 +110,7 @@ class Trial:
     owner: Members  # the pod's own workload and profile
     pod: Pod
     target: Node
-    counting: list[tuple[int, CountTable]]
-    saved: Saved
+    mark: int  # the simulation's state before it
     gain: int  # the fall in distance from balance of the groups it touches (when measured)
     reason: str
 
@@ -171,7 +168,7 @@ class _Simulation:
         """Where the replacement of ``pod`` lands, with the pod already out of the counts."""
         counts = self.counts
         return self.landing.land(
-            owner.profile, counts.tables_of[id(owner)], counts.wanted(owner.profile), pod
+            owner.profile, counts.tables(owner.profile), counts.wanted(owner.profile), pod
         )
 
     def trial(
@@ -186,36 +183,29 @@ class _Simulation:
         counts = self.counts
         source = pod.node_name
         counting = counts.tables_counting(pod)
-        affected = {id(x): x for tid, _ in counting for x in counts.users.get(tid, ())}
+        affected = {id(x): x for t in counting for x in counts.users(t)}
         affected[id(m)] = m
         affected[id(owner)] = owner
         before = {k: counts.tally(x) for k, x in affected.items()}
-        changing = {tid for tid, _ in counting}
-        skews = counts.skews(affected.values(), before, changing)
+        skews = counts.skews(affected.values(), before, counting)
         distance = counts.distance(affected.values()) if measure else 0
-        # an undone trial restores the state, and so the stamps of what it touched
-        saved = counts.save((id(owner), *changing))
-
+        mark = counts.mark()
         counts.shift(counting, source, -1)
         target, why = self.land(owner, pod)
         if target is None:
-            counts.shift(counting, source, +1)
-            counts.restore(saved)
+            counts.undo(mark)
             return Skip(pod, owner.workload, SkipKind.NO_ROOM, why)
         counts.shift(counting, target.name, +1)
-        counts.reposition(owner, pod, source, target.name)
+        counts.relocate(owner, pod, source, target.name)
         after = {k: counts.tally(x) for k, x in affected.items()}
         harm = self.harm(m, affected, before, after, skews)
         if harm or after[id(m)][0] >= before[id(m)][0]:
-            counts.reposition(owner, pod, target.name, source)
-            counts.shift(counting, target.name, -1)
-            counts.shift(counting, source, +1)
-            counts.restore(saved)
+            counts.undo(mark)
             if harm:
                 return Skip(pod, owner.workload, SkipKind.WOULD_VIOLATE, harm)
             return None
         gain = distance - counts.distance(affected.values()) if measure else 0
-        return Trial(m, owner, pod, target, counting, saved, gain, reason)
+        return Trial(m, owner, pod, target, mark, gain, reason)
 
     def harm(
         self,
@@ -236,7 +226,7 @@ class _Simulation:
                     return f"the move would break the {c.key} spread of {x.workload}"
                 old = skews.get((k, i))
                 if old is not None:
-                    new = self.counts.tables_of[k][i].skew(c.min_domains)
+                    new = self.counts.tables(x.profile)[i].skew(c.min_domains)
                     if new > old and new > c.max_skew:
                         return (
                             f"the move would raise the {c.key} skew of {x.workload} "
@@ -247,13 +237,7 @@ class _Simulation:
         return ""
 
     def undo(self, trial: Trial) -> None:
-        pod, target = trial.pod, trial.target.name
-        assert pod.node_name is not None
-        counts = self.counts
-        counts.reposition(trial.owner, pod, target, pod.node_name)
-        counts.shift(trial.counting, target, -1)
-        counts.shift(trial.counting, pod.node_name, +1)
-        counts.restore(trial.saved)
+        self.counts.undo(trial.mark)
 
     def apply_move(self, owner: Members, pod: Pod) -> _Applied | None:
         """Evict the pod and land its replacement where predicted, whatever that does to the
@@ -263,27 +247,20 @@ class _Simulation:
         assert source is not None
         counts = self.counts
         counting = counts.tables_counting(pod)
-        saved = counts.save((id(owner), *(tid for tid, _ in counting)))
+        mark = counts.mark()
         counts.shift(counting, source, -1)
         target, _ = self.land(owner, pod)
         if target is None:
-            counts.shift(counting, source, +1)
-            counts.restore(saved)
+            counts.undo(mark)
             return None
         counts.shift(counting, target.name, +1)
-        counts.reposition(owner, pod, source, target.name)
+        counts.relocate(owner, pod, source, target.name)
         self.landing.reserve(target.name, pod.spec.requests)
-        return _Applied(owner, pod, target, counting, saved)
+        return _Applied(owner, pod, target, mark)
 
     def undo_move(self, applied: _Applied) -> None:
-        owner, pod, target = applied.owner, applied.pod, applied.target.name
-        assert pod.node_name is not None
-        counts = self.counts
-        self.landing.release(target, pod.spec.requests)
-        counts.reposition(owner, pod, target, pod.node_name)
-        counts.shift(applied.counting, target, -1)
-        counts.shift(applied.counting, pod.node_name, +1)
-        counts.restore(applied.saved)
+        self.landing.release(applied.target.name, applied.pod.spec.requests)
+        self.counts.undo(applied.mark)
 
     def keep_applied(self, applied: _Applied, reason: str) -> Move:
         """The Move of an applied eviction (its room is already reserved)."""
@@ -312,12 +289,13 @@ class _Simulation:
         counts = self.counts
         source = pod.node_name
         counting = counts.tables_counting(pod)
+        mark = counts.mark()
         counts.shift(counting, source, -1)
         target, why = self.land(owner, pod)
         assert target is not None, why  # the search landed it in this very state
         counts.shift(counting, target.name, +1)
-        counts.reposition(owner, pod, source, target.name)
-        trial = Trial(owner, owner, pod, target, counting, {}, 0, reason)
+        counts.relocate(owner, pod, source, target.name)
+        trial = Trial(owner, owner, pod, target, mark, 0, reason)
         return self.keep(trial)
 
     def keep(self, trial: Trial) -> Move:
@@ -498,9 +476,7 @@ def _pair(
     affected = sim.counts.affected(m, pod) | sim.counts.affected(x, follower)
     affected[id(m)] = m
     before = {k: sim.counts.tally(y) for k, y in affected.items()}
-    changing = {tid for tid, _ in sim.counts.tables_counting(pod)} | {
-        tid for tid, _ in sim.counts.tables_counting(follower)
-    }
+    changing = [*sim.counts.tables_counting(pod), *sim.counts.tables_counting(follower)]
     skews = sim.counts.skews(affected.values(), before, changing)
     first = sim.apply_move(m, pod)
     if first is None:
@@ -748,9 +724,7 @@ def _movable(
         m = work.pop()
         related = [x for others in sim.counts.counted_others(m).values() for x in others]
         first = next(p for pods in m.by_node.values() for p in pods)
-        related += [
-            x for tid, _ in sim.counts.tables_counting(first) for x in sim.counts.users.get(tid, ())
-        ]
+        related += [x for t in sim.counts.tables_counting(first) for x in sim.counts.users(t)]
         for x in related:
             if id(x) not in pool:
                 pool[id(x)] = x
@@ -810,8 +784,8 @@ class _ExactSpace:
         watched: dict[int, Members] = {id(x): x for x in pool}
         for owner, pod in movable:
             watched[id(owner)] = owner
-            for tid, _ in sim.counts.tables_counting(pod):
-                for x in sim.counts.users.get(tid, ()):
+            for t in sim.counts.tables_counting(pod):
+                for x in sim.counts.users(t):
                     watched.setdefault(id(x), x)
         self.watched = list(watched.values())
         self.moved = [False] * len(movable)
@@ -855,7 +829,7 @@ class _ExactSpace:
             selected = counts.selected(x)
             positions = counts.positions(x)
             for i in violated:
-                table = counts.tables_of[id(x)][i]
+                table = counts.tables(x.profile)[i]
                 node_domain = table.space.node_domain
                 own = sum(len(p) for n, p in positions.items() if n in node_domain)
                 if not selected[i] or own != x.count or sum(table.counts.values()) != own:

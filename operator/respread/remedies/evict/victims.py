@@ -87,7 +87,7 @@ def foreign(
     counted = counts.counted_others(m)
     if not counted:
         return []
-    tables = counts.tables_of[id(m)]
+    tables = counts.tables(m.profile)
     crowded: dict[int, set[str]] = {}
     for node_name, _, first in counts.misplaced(m):
         c = m.profile.constraints[first[0]]

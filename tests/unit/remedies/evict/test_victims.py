@@ -209,7 +209,7 @@ def test_followers_are_the_misplaced_pods_of_the_workloads_a_move_breaks() -> No
     assert victims.followers(counts, m0, mover, set(), {}) == []  # nothing broken yet
     counts.shift(counts.tables_counting(mover), "a1", -1)
     counts.shift(counts.tables_counting(mover), "c1", +1)
-    counts.reposition(m0, mover, "a1", "c1")
+    counts.relocate(m0, mover, "a1", "c1")
     found = victims.followers(counts, m0, mover, {id(mover)}, {})
     assert all(x is m1 for x, _ in found)
     assert [(p.name, p.node_name) for _, p in found] == [
@@ -223,5 +223,5 @@ def test_a_pods_own_labels_decide_which_groups_count_it() -> None:
     pods = [web("w-0", "a1", labels={"app": "web", "tier": "a"})]
     analysis, counts = setup(state(THREE_ZONES, pods))
     (m,) = analysis.members
-    assert [t for _, t in counts.tables_counting(pods[0])] == list(counts.tables_of[id(m)])
+    assert counts.tables_counting(pods[0]) == list(counts.tables(m.profile))
     assert m.labels == Labels({"app": "web", "tier": "a"})
