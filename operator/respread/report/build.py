@@ -16,7 +16,8 @@ from respread.inputs.policy import API_VERSION, RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
-from respread.remedies.surge.plan import InFlight, SurgePlan, SurgeReport
+from respread.remedies.surge.advance import InFlight
+from respread.remedies.surge.plan import SurgePlan, SurgeReport
 
 DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
 
