@@ -18,8 +18,8 @@ never stale, and an undone change puts the old stamps back. On it:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from respread.analysis.groups import Analysis, Members, minimum_moves
 from respread.core.kernel import Ceilings, CountTable, SpreadRule, Verdict
@@ -31,16 +31,33 @@ from respread.scheduling.spread import Profile, SpreadIndex
 # the namespace's tables, its selector, the working copy.
 _TableEntry = tuple[int, LabelSelector | None, CountTable]
 
+# The journal, undone last first. A count changed: (table, domain, delta, the table's stamp
+# before, None when it had none). A group's positions changed: (positions, node, where the pod
+# was taken from, the pod; or for a pod put there _LISTED / _NEW_NODE and None, their stamp
+# before).
+_Change = tuple[CountTable, str, int, int | None] | tuple["_Positions", str, int, Pod | None, int]
+_LISTED: Final = -1  # a pod put on a node already listed
+_NEW_NODE: Final = -2  # a pod put on a node not listed before
+
 
 class _Positions:
-    """A group's pods by node once one of them moved (copied then), and their stamp."""
+    """A group's pods by node once one of them moved (copied then, a node's pods when they
+    first change), and their stamp."""
 
     __slots__ = ("by_node", "members", "stamp")
 
     def __init__(self, members: Members) -> None:
         self.members = members  # held: its id keys the entry
-        self.by_node: dict[str, list[Pod]] = {n: list(p) for n, p in members.by_node.items()}
+        self.by_node: dict[str, Sequence[Pod]] = dict(members.by_node)
         self.stamp = 0
+
+    def pods(self, node: str) -> list[Pod]:
+        """The node's pods, to change (a new list for a node that had none)."""
+        pods = self.by_node.get(node)
+        if isinstance(pods, list):
+            return pods
+        changing = self.by_node[node] = list(pods or ())
+        return changing
 
 
 class WorkingCounts:
@@ -60,7 +77,8 @@ class WorkingCounts:
         self._stamps: dict[int, int] = {}  # id(working copy) -> stamp
         self._moved: dict[int, _Positions] = {}  # id(members) -> positions once changed
         self._checks: dict[int, list[GroupCheck]] = {}  # id(members) -> checks of them
-        self._journal: list[Callable[[], None]] = []  # each entry undoes one change
+        self._table_checks: dict[int, list[GroupCheck]] = {}  # id(working copy) -> checks
+        self._journal: list[_Change] = []
         self._clock = 0
         # namespace -> its tables in first-use order over its members, and each one's users
         self._namespace_tables: dict[str, list[tuple[LabelSelector | None, CountTable]]] = {}
@@ -162,63 +180,37 @@ class WorkingCounts:
 
     def shift(self, tables: Iterable[CountTable], node: str, delta: int) -> None:
         """``delta`` pods on ``node`` in each of ``tables`` that holds the node."""
-        stamps, journal = self._stamps, self._journal
+        stamps, journal, checks = self._stamps, self._journal, self._table_checks
         for table in tables:
             domain = table.space.node_domain.get(node)
             if domain is not None:
                 table.add(domain, delta)
-                journal.append(partial(self._unshift, table, domain, delta, stamps.get(id(table))))
+                journal.append((table, domain, delta, stamps.get(id(table))))
                 self._clock += 1
                 stamps[id(table)] = self._clock
-
-    def _unshift(self, table: CountTable, domain: str, delta: int, stamp: int | None) -> None:
-        table.add(domain, -delta)
-        if stamp is None:
-            del self._stamps[id(table)]
-        else:
-            self._stamps[id(table)] = stamp
+                for check in checks.get(id(table), ()):
+                    check.value = None
 
     def take(self, m: Members, pod: Pod, node: str) -> None:
         """Take ``pod`` from the members' positions on ``node`` (the counts are ``shift``'s)."""
         moved = self._positions_of(m)
-        pods = moved.by_node[node]
+        pods = moved.pods(node)
         at = pods.index(pod)
         del pods[at]
         self._changed(m, node, -1)
-        self._journal.append(partial(self._untake, moved, node, at, pod, moved.stamp))
+        self._journal.append((moved, node, at, pod, moved.stamp))
         self._clock += 1
         moved.stamp = self._clock
-
-    def _untake(self, moved: _Positions, node: str, at: int, pod: Pod, stamp: int) -> None:
-        moved.by_node[node].insert(at, pod)
-        self._changed(moved.members, node, +1)
-        self._restamp(moved, stamp)
 
     def put(self, m: Members, pod: Pod, node: str) -> None:
         """Put ``pod`` in the members' positions on ``node``."""
         moved = self._positions_of(m)
-        pods = moved.by_node.get(node)
-        listed = pods is not None
-        if pods is None:
-            pods = moved.by_node[node] = []
-        pods.append(pod)
+        listed = node in moved.by_node
+        moved.pods(node).append(pod)
         self._changed(m, node, +1)
-        self._journal.append(partial(self._unput, moved, node, listed, moved.stamp))
+        self._journal.append((moved, node, _LISTED if listed else _NEW_NODE, None, moved.stamp))
         self._clock += 1
         moved.stamp = self._clock
-
-    def _unput(self, moved: _Positions, node: str, listed: bool, stamp: int) -> None:
-        if listed:
-            moved.by_node[node].pop()
-        else:
-            del moved.by_node[node]
-        self._changed(moved.members, node, -1)
-        self._restamp(moved, stamp)
-
-    def _restamp(self, moved: _Positions, stamp: int) -> None:
-        moved.stamp = stamp
-        if not stamp:  # the positions were copied by the change undone: the members' again
-            del self._moved[id(moved.members)]
 
     def relocate(self, m: Members, pod: Pod, source: str, target: str) -> None:
         """Move one of the members' pods from ``source`` to ``target`` in their positions."""
@@ -246,8 +238,10 @@ class WorkingCounts:
         return moved
 
     def _changed(self, m: Members, node: str, delta: int) -> None:
-        for check in self._checks.get(id(m), ()):
-            check.moved(node, delta)
+        checks = self._checks.get(id(m))
+        if checks:
+            for check in checks:
+                check.moved(node, delta)
 
     def mark(self) -> int:
         """The state as it is now, for ``undo``."""
@@ -257,7 +251,33 @@ class WorkingCounts:
         """Take back every change since ``mark``, last first, stamps included."""
         journal = self._journal
         while len(journal) > mark:
-            journal.pop()()
+            change = journal.pop()
+            if len(change) == 4:
+                table, domain, delta, stamp = change
+                table.add(domain, -delta)
+                if stamp is None:
+                    del self._stamps[id(table)]
+                else:
+                    self._stamps[id(table)] = stamp
+                for check in self._table_checks.get(id(table), ()):
+                    check.value = None
+            else:
+                self._unmove(*change)
+
+    def _unmove(self, moved: _Positions, node: str, at: int, pod: Pod | None, stamp: int) -> None:
+        """Undo a ``take`` (``pod`` back at ``at``) or a ``put``."""
+        if pod is not None:
+            moved.pods(node).insert(at, pod)
+            self._changed(moved.members, node, +1)
+        else:
+            if at == _LISTED:
+                moved.pods(node).pop()
+            else:
+                del moved.by_node[node]
+            self._changed(moved.members, node, -1)
+        moved.stamp = stamp
+        if not stamp:  # the positions were copied by the change undone: the members' again
+            del self._moved[id(moved.members)]
 
     # ---- stamps ------------------------------------------------------------------------
 
@@ -278,17 +298,37 @@ class WorkingCounts:
                 return found
         made = GroupCheck(self, m, constraint)
         checks.append(made)
+        self._table_checks.setdefault(id(made.table), []).append(made)
         return made
 
-    def crowding(self, groups: Iterable[tuple[Members, int]], node: str) -> int:
-        """How far above its global minimum the node's domain is, summed over the groups
-        (members, constraint) whose constraint counts the node."""
+    def crowding(self, groups: Iterable[tuple[Members, int]]) -> Crowding:
+        """How crowded a node's domains are for these groups (members, constraint)."""
+        return Crowding(self, groups)
+
+
+class Crowding:
+    """How far above its global minimum a node's domain is, summed over some groups (members,
+    constraint) whose constraint counts the node; what each node reads is found once."""
+
+    __slots__ = ("_by_node", "_groups")
+
+    def __init__(self, counts: WorkingCounts, groups: Iterable[tuple[Members, int]]) -> None:
+        self._groups = [
+            (counts.tables(m.profile)[i], m.profile.constraints[i].min_domains) for m, i in groups
+        ]
+        self._by_node: dict[str, list[tuple[CountTable, str, int]]] = {}
+
+    def at(self, node: str) -> int:
+        entries = self._by_node.get(node)
+        if entries is None:
+            entries = self._by_node[node] = [
+                (table, domain, min_domains)
+                for table, min_domains in self._groups
+                if (domain := table.space.node_domain.get(node)) is not None
+            ]
         total = 0
-        for m, i in groups:
-            table = self.tables(m.profile)[i]
-            domain = table.space.node_domain.get(node)
-            if domain is not None:
-                total += table.get(domain) - table.global_min(m.profile.constraints[i].min_domains)
+        for table, domain, min_domains in entries:
+            total += table.counts.get(domain, 0) - table.global_min(min_domains)
         return total
 
 
@@ -296,10 +336,10 @@ class GroupCheck:
     """One group, members and one of their constraints, on the working counts: its pods
     tallied by node class (the nodes the Filter cannot tell apart for the constraint: the same
     value of its key, and the members there in the counts or not), and the misplaced among
-    them, judged class by class and recounted only when the table or the positions changed."""
+    them, judged class by class. ``value`` keeps the last count until the working counts
+    change the table or the positions (they clear it)."""
 
     __slots__ = (
-        "_cache",
         "_class_of",
         "_counted",
         "_eligible",
@@ -310,6 +350,7 @@ class GroupCheck:
         "members",
         "rule",
         "table",
+        "value",
     )
 
     def __init__(self, counts: WorkingCounts, m: Members, constraint: int) -> None:
@@ -325,9 +366,9 @@ class GroupCheck:
         self._labels = counts.node_labels
         self._class_of: dict[str, tuple[str | None, bool]] = {}
         self.by_class: dict[tuple[str | None, bool], int] = {}
+        self.value: int | None = None
         for node, pods in counts.positions(m).items():
             self.moved(node, len(pods))
-        self._cache: tuple[int, int, int] | None = None
 
     def moved(self, node: str, delta: int) -> None:
         """``delta`` of the members' pods more on ``node`` (WorkingCounts calls it)."""
@@ -338,22 +379,19 @@ class GroupCheck:
                 self._counted and node in self._eligible,
             )
         self.by_class[cls] = self.by_class.get(cls, 0) + delta
+        self.value = None
 
     def misplaced(self) -> int:
         """The members the scheduler would not place where they stand, under this constraint
         (analysis.violating_nodes' judgement, summed)."""
-        counts = self.counts
-        table_stamp = counts.table_stamp(self.table)
-        positions_stamp = counts.positions_stamp(self.members)
-        cache = self._cache
-        if cache is not None and cache[0] == table_stamp and cache[1] == positions_stamp:
-            return cache[2]
-        ceilings = self.rule.ceilings(self.table)
-        value = 0
-        for (domain, counted), n in self.by_class.items():
-            if n and ceilings.fails(domain, counted):
-                value += n
-        self._cache = (table_stamp, positions_stamp, value)
+        value = self.value
+        if value is None:
+            ceilings = self.rule.ceilings(self.table)
+            value = 0
+            for (domain, counted), n in self.by_class.items():
+                if n and ceilings.fails(domain, counted):
+                    value += n
+            self.value = value
         return value
 
 

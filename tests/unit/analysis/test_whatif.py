@@ -1,5 +1,6 @@
-"""The planner's simulated counts (respread.analysis.whatif): working tables and positions that
-moves change and undo exactly, and the misplaced pods judged on them with the kernel's rule."""
+"""The what-if simulation (respread.analysis.whatif): working tables and positions that moves,
+removals and additions change and undo exactly, and the misplaced pods judged on them with the
+kernel's rule (the planner's SimCounts, the GroupChecks of the deletion-cost order and surge)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from respread.analysis.groups import analyze
-from respread.analysis.whatif import SimCounts, failing, fails
+from respread.analysis.groups import Members, analyze, violating_nodes
+from respread.analysis.whatif import SimCounts, WorkingCounts, failing, fails
 from respread.core.kernel import FilterStatus
 from respread.core.model import ClusterState, OwnerRef
 from respread.inputs.policy import DEFAULT_POLICY
@@ -85,3 +86,54 @@ def test_fails_and_failing_name_the_rules_and_verdict_explains_them() -> None:
     assert verdict.reason == "zone za: 2 + 1 - 0 > maxSkew 1"
     assert counts.verdict(m, "x1", (0, False)).status is FilterStatus.UNRESOLVABLE
     assert counts.violators(m) == 3 and counts.violators(m, 1) == 3
+
+
+@given(states(), st.data())
+def test_group_checks_follow_pods_added_and_removed_and_undo_restores_everything(
+    cluster: ClusterState, data: st.DataObject
+) -> None:
+    """WorkingCounts with GroupChecks (the deletion-cost order's and surge's judgement): after
+    every pod removed or added, each check's misplaced pods equal analysis.violating_nodes on
+    the positions as they stand; undone to a mark, the tables, positions and checks are as
+    before."""
+    cluster = owned(cluster)
+    analysis = analyze(cluster, DEFAULT_POLICY)
+    if not analysis.members:
+        return
+    counts = WorkingCounts(analysis)
+    checks = [
+        counts.check(m, i) for m in analysis.members for i in range(len(m.profile.constraints))
+    ]
+    working = {id(t): t for m in analysis.members for t in counts.tables(m.profile)}
+
+    def snapshot() -> tuple[object, ...]:
+        return (
+            {k: dict(t.counts) for k, t in working.items()},
+            [{n: list(p) for n, p in counts.positions(m).items() if p} for m in analysis.members],
+            [c.misplaced() for c in checks],
+        )
+
+    before = snapshot()
+    names = [n.name for n in cluster.nodes]
+    marks = []
+    for _ in range(data.draw(st.integers(1, 5))):
+        m = data.draw(st.sampled_from(analysis.members))
+        here = [(n, p) for n, ps in counts.positions(m).items() for p in ps]
+        marks.append(counts.mark())
+        if data.draw(st.booleans()) and here:
+            node_name, pod_moved = data.draw(st.sampled_from(here))
+            counts.remove_pod(pod_moved, node_name, m)
+        else:
+            template = next(iter(m.by_node.values()))[0]
+            counts.add_pod(template, data.draw(st.sampled_from(names)), m)
+        for c in checks:
+            positions = {n: tuple(p) for n, p in counts.positions(c.members).items() if p}
+            view = Members(c.members.workload, c.members.profile, positions)
+            bad = (
+                violating_nodes(analysis.index, view, counts.tables(view.profile), c.constraint)
+                if positions
+                else {}
+            )
+            assert c.misplaced() == sum(len(positions[n]) for n in bad)
+    counts.undo(marks[0])
+    assert snapshot() == before

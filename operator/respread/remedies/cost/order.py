@@ -188,6 +188,8 @@ class _ScaleIn:
                     self.own.append((m, i))
             if own:
                 self.holder.update((id(p), m) for ps in m.by_node.values() for p in ps)
+        # a node -> how far above the global minimum its domains are, over the own constraints
+        self.crowding = counts.crowding(self.own).at
 
     def _counts_ours(
         self,
@@ -220,11 +222,11 @@ class _ScaleIn:
 
     def misplaced(self) -> int:
         """Member pods of the checked groups that sit where the scheduler would not place them."""
-        return sum(check.misplaced() for check in self.checks)
-
-    def crowding(self, node: str) -> int:
-        """How far above the global minimum a node's domains are, over the own constraints."""
-        return self.counts.crowding(self.own, node)
+        total = 0
+        for check in self.checks:
+            value = check.value  # GroupCheck.misplaced's, inlined where it is kept
+            total += check.misplaced() if value is None else value
+        return total
 
 
 # --------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ class SurgedWorkload:
         profile = members.profile
         self.hard = [i for i, c in enumerate(profile.constraints) if c.hard]
         self.tables: tuple[CountTable, ...] = counts.tables(profile)
-        self._groups = [(members, i) for i in self.hard]
+        self._crowding = counts.crowding((members, i) for i in self.hard).at
         self._checks = [counts.check(members, i) for i in self.hard]
         self._distinct = list({id(t): t for t in self.tables}.values())
 
@@ -69,7 +69,7 @@ class SurgedWorkload:
     def crowding(self, node: str) -> int:
         """How far above their global minimum the node's domains are, over the hard
         constraints."""
-        return self.counts.crowding(self._groups, node)
+        return self._crowding(node)
 
     def node_class(self, node: str, judge: OthersJudge) -> tuple[object, ...]:
         """What removing a pod from ``node`` changes: its domain in each of the workload's
