@@ -40,24 +40,39 @@ _LISTED: Final = -1  # a pod put on a node already listed
 _NEW_NODE: Final = -2  # a pod put on a node not listed before
 
 
+def _domains_of(tables: Iterable[CountTable], node: str) -> list[tuple[CountTable, str]]:
+    """The tables holding ``node``, each with its domain there."""
+    return [
+        (table, domain)
+        for table in tables
+        if (domain := table.space.node_domain.get(node)) is not None
+    ]
+
+
 class _Positions:
     """A group's pods by node once one of them moved (copied then, a node's pods when they
     first change), and their stamp."""
 
-    __slots__ = ("by_node", "members", "stamp")
+    __slots__ = ("by_node", "changing", "members", "stamp")
 
     def __init__(self, members: Members) -> None:
         self.members = members  # held: its id keys the entry
         self.by_node: dict[str, Sequence[Pod]] = dict(members.by_node)
+        self.changing: dict[str, list[Pod]] = {}  # the pods of the nodes that changed
         self.stamp = 0
 
     def pods(self, node: str) -> list[Pod]:
         """The node's pods, to change (a new list for a node that had none)."""
-        pods = self.by_node.get(node)
-        if isinstance(pods, list):
-            return pods
-        changing = self.by_node[node] = list(pods or ())
-        return changing
+        pods = self.changing.get(node)
+        if pods is None:
+            pods = self.changing[node] = list(self.by_node.get(node, ()))
+            self.by_node[node] = pods
+        return pods
+
+    def drop(self, node: str) -> None:
+        """Forget the node (a pod put there undone, where none was before)."""
+        del self.by_node[node]
+        del self.changing[node]
 
 
 class WorkingCounts:
@@ -86,6 +101,7 @@ class WorkingCounts:
         self._registered: dict[str, set[int]] = {}  # namespace -> ids of members registered
         self._tables_by_label: dict[str, dict[tuple[str, str] | None, list[_TableEntry]]] = {}
         self._counting: dict[tuple[str, int], list[CountTable]] = {}
+        self._places: dict[tuple[str, int, str], list[tuple[CountTable, str]]] = {}
 
     # ---- tables ------------------------------------------------------------------------
 
@@ -121,6 +137,7 @@ class WorkingCounts:
                 entries.append((m.profile.constraints[i].selector, table))
                 if self._tables_by_label.pop(namespace, None) is not None:  # indexed again
                     self._counting = {k: v for k, v in self._counting.items() if k[0] != namespace}
+                    self._places = {k: v for k, v in self._places.items() if k[0] != namespace}
             if not users or users[-1] is not m:  # m's constraints may share a table
                 users.append(m)
 
@@ -158,8 +175,9 @@ class WorkingCounts:
         those with an In requirement only where the pod holds one of its values."""
         index = self._tables_by_label.get(pod.namespace)
         if index is None:
+            tables = self.namespace_tables(pod.namespace)  # registering them first
             index = self._tables_by_label[pod.namespace] = defaultdict(list)
-            for n, (selector, table) in enumerate(self.namespace_tables(pod.namespace)):
+            for n, (selector, table) in enumerate(tables):
                 req = narrowing(selector)
                 for pair in [None] if req is None else [(req.key, v) for v in req.values]:
                     index[pair].append((n, selector, table))
@@ -180,21 +198,33 @@ class WorkingCounts:
 
     def shift(self, tables: Iterable[CountTable], node: str, delta: int) -> None:
         """``delta`` pods on ``node`` in each of ``tables`` that holds the node."""
+        self._count(_domains_of(tables, node), delta)
+
+    def _count(self, places: Iterable[tuple[CountTable, str]], delta: int) -> None:
+        """``delta`` pods in each (table, domain)."""
         stamps, journal, checks = self._stamps, self._journal, self._table_checks
-        for table in tables:
-            domain = table.space.node_domain.get(node)
-            if domain is not None:
-                table.add(domain, delta)
-                journal.append((table, domain, delta, stamps.get(id(table))))
-                self._clock += 1
-                stamps[id(table)] = self._clock
-                for check in checks.get(id(table), ()):
-                    check.value = None
+        clock = self._clock
+        for table, domain in places:
+            table.add(domain, delta)
+            journal.append((table, domain, delta, stamps.get(id(table))))
+            clock += 1
+            stamps[id(table)] = clock
+            for check in checks.get(id(table), ()):
+                check.value = None
+        self._clock = clock
+
+    def _counted_at(self, pod: Pod, node: str) -> list[tuple[CountTable, str]]:
+        """The tables counting ``pod`` on ``node``, each with the node's domain."""
+        key = (pod.namespace, id(pod.labels), node)  # the pod keeps its labels alive
+        hit = self._places.get(key)
+        if hit is None:
+            hit = self._places[key] = _domains_of(self.tables_counting(pod), node)
+        return hit
 
     def take(self, m: Members, pod: Pod, node: str) -> None:
         """Take ``pod`` from the members' positions on ``node`` (the counts are ``shift``'s)."""
-        moved = self._positions_of(m)
-        pods = moved.pods(node)
+        moved = self._moved.get(id(m)) or self._positions_of(m)
+        pods = moved.changing.get(node) or moved.pods(node)
         at = pods.index(pod)
         del pods[at]
         self._changed(m, node, -1)
@@ -204,7 +234,7 @@ class WorkingCounts:
 
     def put(self, m: Members, pod: Pod, node: str) -> None:
         """Put ``pod`` in the members' positions on ``node``."""
-        moved = self._positions_of(m)
+        moved = self._moved.get(id(m)) or self._positions_of(m)
         listed = node in moved.by_node
         moved.pods(node).append(pod)
         self._changed(m, node, +1)
@@ -220,14 +250,15 @@ class WorkingCounts:
     def remove_pod(self, pod: Pod, node: str, holder: Members | None = None) -> None:
         """``pod`` leaves ``node``: one fewer in every table counting it there, and out of its
         ``holder``'s positions."""
-        self.shift(self.tables_counting(pod), node, -1)
+        places = self._places.get((pod.namespace, id(pod.labels), node))
+        self._count(self._counted_at(pod, node) if places is None else places, -1)
         if holder is not None:
             self.take(holder, pod, node)
 
     def add_pod(self, pod: Pod, node: str, holder: Members | None = None) -> None:
         """``pod`` arrives on ``node``: one more in every table counting it there, and in its
         ``holder``'s positions."""
-        self.shift(self.tables_counting(pod), node, +1)
+        self._count(self._counted_at(pod, node), +1)
         if holder is not None:
             self.put(holder, pod, node)
 
@@ -238,10 +269,11 @@ class WorkingCounts:
         return moved
 
     def _changed(self, m: Members, node: str, delta: int) -> None:
-        checks = self._checks.get(id(m))
-        if checks:
-            for check in checks:
-                check.moved(node, delta)
+        """``delta`` of the members' pods more on ``node``: their checks' tallies follow."""
+        for check in self._checks.get(id(m), ()):
+            cls = check.class_of.get(node) or check.classify(node)
+            check.by_class[cls] = check.by_class.get(cls, 0) + delta
+            check.value = None
 
     def mark(self) -> int:
         """The state as it is now, for ``undo``."""
@@ -273,7 +305,7 @@ class WorkingCounts:
             if at == _LISTED:
                 moved.pods(node).pop()
             else:
-                del moved.by_node[node]
+                moved.drop(node)
             self._changed(moved.members, node, -1)
         moved.stamp = stamp
         if not stamp:  # the positions were copied by the change undone: the members' again
@@ -336,15 +368,15 @@ class GroupCheck:
     """One group, members and one of their constraints, on the working counts: its pods
     tallied by node class (the nodes the Filter cannot tell apart for the constraint: the same
     value of its key, and the members there in the counts or not), and the misplaced among
-    them, judged class by class. ``value`` keeps the last count until the working counts
-    change the table or the positions (they clear it)."""
+    them, judged class by class. The working counts keep ``by_class`` as the members' pods
+    move, and clear ``value``, the last count, when they change the table or the positions."""
 
     __slots__ = (
-        "_class_of",
         "_counted",
         "_eligible",
         "_labels",
         "by_class",
+        "class_of",
         "constraint",
         "counts",
         "members",
@@ -364,34 +396,28 @@ class GroupCheck:
         self._counted = bool(m.by_node) and index.counts_pod(selector, m.labels)
         self._eligible = self.table.space.node_domain
         self._labels = counts.node_labels
-        self._class_of: dict[str, tuple[str | None, bool]] = {}
+        self.class_of: dict[str, tuple[str | None, bool]] = {}  # node -> its class
         self.by_class: dict[tuple[str | None, bool], int] = {}
         self.value: int | None = None
         for node, pods in counts.positions(m).items():
-            self.moved(node, len(pods))
+            cls = self.classify(node)
+            self.by_class[cls] = self.by_class.get(cls, 0) + len(pods)
 
-    def moved(self, node: str, delta: int) -> None:
-        """``delta`` of the members' pods more on ``node`` (WorkingCounts calls it)."""
-        cls = self._class_of.get(node)
-        if cls is None:
-            cls = self._class_of[node] = (
-                self._labels[node].get(self.rule.key),
-                self._counted and node in self._eligible,
-            )
-        self.by_class[cls] = self.by_class.get(cls, 0) + delta
-        self.value = None
+    def classify(self, node: str) -> tuple[str | None, bool]:
+        """The node's class: its value of the key (None: it has none), and whether the
+        members there are in the counts."""
+        cls = self.class_of[node] = (
+            self._labels[node].get(self.rule.key),
+            self._counted and node in self._eligible,
+        )
+        return cls
 
     def misplaced(self) -> int:
         """The members the scheduler would not place where they stand, under this constraint
         (analysis.violating_nodes' judgement, summed)."""
         value = self.value
         if value is None:
-            ceilings = self.rule.ceilings(self.table)
-            value = 0
-            for (domain, counted), n in self.by_class.items():
-                if n and ceilings.fails(domain, counted):
-                    value += n
-            self.value = value
+            value = self.value = Ceilings(self.rule, self.table).misplaced(self.by_class)
         return value
 
 
@@ -449,8 +475,8 @@ class SimCounts(WorkingCounts):
 
     def stamp(self, m: Members) -> tuple[int, ...]:
         """The state of the members' positions and tables."""
-        stamp = self.table_stamp
-        return (self.positions_stamp(m), *(stamp(t) for t in self.tables(m.profile)))
+        stamps = self._stamps
+        return (self.positions_stamp(m), *[stamps.get(id(t), 0) for t in self.tables(m.profile)])
 
     # ---- judging -----------------------------------------------------------------------
 

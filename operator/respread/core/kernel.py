@@ -71,16 +71,11 @@ class CountTable:
     def add(self, domain: str, delta: int) -> None:
         """``delta`` counted pods more (or fewer) in ``domain``: updateWithPod."""
         counts = self.counts
-        if delta not in (1, -1):
-            self._hist, self._known = None, False
-            value = counts.get(domain, 0) + delta
-            if value:
-                counts[domain] = value
-            else:
-                counts.pop(domain, None)
-            return
         hist = self._hist
-        if hist is None:
+        if delta not in (1, -1):  # the extremes are found again by a scan when asked
+            self._hist = hist = None
+            self._known = False
+        elif hist is None:
             hist = self._build()
         old = counts.get(domain, 0)
         value = old + delta
@@ -88,6 +83,8 @@ class CountTable:
             counts[domain] = value
         else:
             counts.pop(domain, None)
+        if hist is None:
+            return
         if old:
             left = hist[old] - 1
             if left:
@@ -96,20 +93,27 @@ class CountTable:
                 del hist[old]
         if value:
             hist[value] = hist.get(value, 0) + 1
+        # a new extreme is the old one or its neighbour
         if delta == 1:
-            self._max = max(self._max, value)
-            if old == 0:
-                self._min = 1
-            elif old == self._min and old not in hist:
-                self._min = value
+            self._rose(old, value, hist)
         else:
-            if old == self._max and old not in hist:
-                self._max = value
-            if value:
-                self._min = min(self._min, value)
-            elif old == self._min and old not in hist:
-                # the domain left the listed ones: the next count up, whichever it is
-                self._min = min(hist, default=0)
+            self._fell(old, value, hist)
+
+    def _rose(self, old: int, value: int, hist: dict[int, int]) -> None:
+        self._max = max(self._max, value)
+        if old == 0:
+            self._min = 1
+        elif old == self._min and old not in hist:
+            self._min = value
+
+    def _fell(self, old: int, value: int, hist: dict[int, int]) -> None:
+        if old == self._max and old not in hist:
+            self._max = value
+        if value:
+            self._min = min(self._min, value)
+        elif old == self._min and old not in hist:
+            # the domain left the listed ones: the next count up, whichever it is
+            self._min = min(hist, default=0)
 
     def raw_min(self) -> int:
         """The minimum over every eligible domain, zeros included (0 when there are none)."""
@@ -127,7 +131,12 @@ class CountTable:
         """
         if self._size < min_domains:
             return 0
-        current = self.raw_min()
+        if len(self.counts) < self._size:  # raw_min, inlined (every judgement asks)
+            current = 0
+        else:
+            if not self._known:
+                self._scan()
+            current = self._min
         if without is None:
             return current
         return min(current, self.counts.get(without, 0) - 1)
@@ -179,7 +188,8 @@ class Ceilings:
     nodes are judged), for a pod not counted and for one counted in the node's domain.
 
     The Filter's comparison, ``matchNum + selfMatch - globalMin > maxSkew``, is made here and
-    nowhere else: node by node (``fails``) or domain by domain (``crowded``, ``admits_empty``).
+    nowhere else: node by node (``fails``), class of nodes by class (``misplaced``) or domain by
+    domain (``crowded``, ``admits_empty``).
     Counted, the pod leaves its domain first: matchNum falls by one, and the global minimum to
     at most that; both sides falling alike, a domain at or below the minimum passes whenever
     an empty one would (``maxSkew >= selfMatch``).
@@ -200,6 +210,19 @@ class Ceilings:
         return value is None or self.counts.get(value, 0) > (
             self.counted if counted else self.uncounted
         )
+
+    def misplaced(self, pods_by_class: Mapping[tuple[str | None, bool], int]) -> int:
+        """The pods the Filter rejects where they stand, given how many stand in each class of
+        nodes (the node's value of the key, or None; whether they are counted there): ``fails``
+        summed, for a group judged class by class."""
+        counts, uncounted, counted = self.counts, self.uncounted, self.counted
+        total = 0
+        for (value, in_counts), n in pods_by_class.items():
+            if n and (
+                value is None or counts.get(value, 0) > (counted if in_counts else uncounted)
+            ):
+                total += n
+        return total
 
     def crowded(self) -> list[str]:
         """The listed domains where a pod not counted fails."""

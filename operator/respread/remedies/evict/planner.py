@@ -179,15 +179,14 @@ def _steps(run: Pass, m: Members) -> list[Move]:
 
 def _tries(
     sim: Simulation, m: Members, foreign: list[tuple[Members, Pod, str]]
-) -> Iterator[tuple[Members, Pod, str, bool]]:
-    """The moves a step tries for ``m``: its own misplaced pods (most crowded first), then the
-    ``foreign`` ones; each with the pod's owner, the reason to move it, and whether it is
-    ``m``'s own."""
+) -> Iterator[tuple[Members, Pod, tuple[int, bool] | str]]:
+    """The moves a step tries for ``m``: its own misplaced pods (most crowded first), each
+    with the first rule it fails, then the ``foreign`` ones, each with the reason to move it
+    (a pod is ``m``'s own when it comes with its rule)."""
     for pod, failing in victims.candidates(sim.counts, m, sim.moved, sim.skipped):
-        assert pod.node_name is not None
-        yield m, pod, sim.counts.verdict(m, pod.node_name, failing).reason, True
+        yield m, pod, failing
     for owner, pod, reason in foreign:
-        yield owner, pod, reason, False
+        yield owner, pod, reason
 
 
 def _step(run: Pass, m: Members) -> tuple[Move, str] | None:
@@ -203,10 +202,12 @@ def _step(run: Pass, m: Members) -> tuple[Move, str] | None:
     foreign = victims.foreign(sim.counts, m, sim.moved, sim.skipped)
     measure = bool(foreign)
     best: tuple[int, Members, Pod, str, str] | None = None  # measured: the best move so far
-    for owner, pod, reason, own in _tries(sim, m, foreign):
+    for owner, pod, why in _tries(sim, m, foreign):
+        own = not isinstance(why, str)
         ok, deferral = run.eligible(pod, owner.workload, record=own)
         if not ok:
             continue
+        reason = why if isinstance(why, str) else _verdict(sim, m, pod, why)
         trial = sim.trial(m, owner, pod, reason, measure=measure)
         if isinstance(trial, Skip) and own:
             sim.refuse(m, pod, trial)
@@ -225,6 +226,12 @@ def _step(run: Pass, m: Members) -> tuple[Move, str] | None:
     return sim.keep(trial), deferral
 
 
+def _verdict(sim: Simulation, m: Members, pod: Pod, failing: tuple[int, bool]) -> str:
+    """Why one of ``m``'s pods is misplaced: the rule it fails, with the arithmetic."""
+    assert pod.node_name is not None
+    return sim.counts.verdict(m, pod.node_name, failing).reason
+
+
 def _compound(run: Pass, m: Members) -> list[tuple[Move, str]]:
     """Two moves judged as one step, when no single move helps ``m``: one of ``m``'s pods
     whose move was refused for breaking another workload's spread, then one of that
@@ -238,7 +245,7 @@ def _compound(run: Pass, m: Members) -> list[tuple[Move, str]]:
         ok, deferral = run.eligible(pod, m.workload)
         if failing is None or not ok:
             continue
-        reason = sim.counts.verdict(m, pod.node_name, failing).reason
+        reason = _verdict(sim, m, pod, failing)
         first = sim.apply_move(m, pod)
         if first is None:
             continue
