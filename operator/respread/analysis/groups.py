@@ -206,24 +206,15 @@ def violating_nodes(
 ) -> dict[str, FilterStatus]:
     """Nodes whose members the scheduler would not place there again, for one constraint."""
     profile = members.profile
-    out: dict[str, FilterStatus] = {}
     table = tables[constraint]
     judge = index.rules(profile)[constraint]
-    key = judge.key
-    # the rule's ceilings, once per group: every node of every group is judged
-    ceilings = judge.ceilings(table)
     if index.counts_pod(profile.constraints[constraint].selector, members.labels):
         node_domain = table.space.node_domain  # members there are in the counts
     else:
         node_domain = {}
-    nodes = index.nodes
-    for node_name in members.by_node:
-        value = nodes[node_name].labels.get(key)
-        if value is None:
-            out[node_name] = FilterStatus.UNRESOLVABLE
-        elif ceilings.fails(value, node_name in node_domain):
-            out[node_name] = FilterStatus.UNSCHEDULABLE
-    return out
+    return judge.ceilings(table).rejections(
+        members.by_node, index.node_labels, judge.key, node_domain
+    )
 
 
 def _outside_counts(

@@ -83,7 +83,7 @@ class WorkingCounts:
         self.analysis = analysis
         self.index: SpreadIndex = analysis.index
         self.nodes: dict[str, Node] = self.index.nodes
-        self.node_labels: dict[str, Labels] = {name: n.labels for name, n in self.nodes.items()}
+        self.node_labels: dict[str, Labels] = self.index.node_labels
         self.members_by_namespace: dict[str, list[Members]] = defaultdict(list)
         for m in analysis.members:
             self.members_by_namespace[m.profile.namespace].append(m)
@@ -475,8 +475,10 @@ class SimCounts(WorkingCounts):
 
     def stamp(self, m: Members) -> tuple[int, ...]:
         """The state of the members' positions and tables."""
-        stamps = self._stamps
-        return (self.positions_stamp(m), *[stamps.get(id(t), 0) for t in self.tables(m.profile)])
+        stamps, moved = self._stamps, self._moved.get(id(m))
+        known = self._profile_tables.get(id(m.profile))  # tables(), inlined: asked every step
+        tables = known[1] if known is not None else self.tables(m.profile)
+        return (0 if moved is None else moved.stamp, *[stamps.get(id(t), 0) for t in tables])
 
     # ---- judging -----------------------------------------------------------------------
 
@@ -557,14 +559,15 @@ class SimCounts(WorkingCounts):
         hit = self._misplaced.get(id(m))
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        judge = self.judge(m)
-        node_labels = self.node_labels
-        found = []
-        for node_name, pods in self.positions(m).items():
-            if pods:
-                first = fails(judge, node_labels[node_name], node_name)
-                if first is not None:
-                    found.append((node_name, pods, first))
+        positions = self.positions(m)
+        left = [node for node, pods in positions.items() if pods]
+        first: dict[str, tuple[int, bool]] = {}  # node -> the first rule its members fail
+        for i, key, ceilings, node_domain in self.judge(m):
+            for node in ceilings.rejections(left, self.node_labels, key, node_domain):
+                first[node] = (i, node in node_domain)
+            if first:
+                left = [node for node in left if node not in first]
+        found = [(node, positions[node], first[node]) for node in positions if node in first]
         self._misplaced[id(m)] = (stamp, found)
         return found
 

@@ -11,7 +11,7 @@ through them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, NamedTuple
@@ -188,8 +188,8 @@ class Ceilings:
     nodes are judged), for a pod not counted and for one counted in the node's domain.
 
     The Filter's comparison, ``matchNum + selfMatch - globalMin > maxSkew``, is made here and
-    nowhere else: node by node (``fails``), class of nodes by class (``misplaced``) or domain by
-    domain (``crowded``, ``admits_empty``).
+    nowhere else: node by node (``fails``, ``rejections``), class of nodes by class
+    (``misplaced``) or domain by domain (``crowded``, ``admits_empty``).
     Counted, the pod leaves its domain first: matchNum falls by one, and the global minimum to
     at most that; both sides falling alike, a domain at or below the minimum passes whenever
     an empty one would (``maxSkew >= selfMatch``).
@@ -223,6 +223,26 @@ class Ceilings:
             ):
                 total += n
         return total
+
+    def rejections(
+        self,
+        nodes: Iterable[str],
+        labels: Mapping[str, Mapping[str, str]],
+        key: str,
+        counted_on: Container[str],
+    ) -> dict[str, FilterStatus]:
+        """The nodes the Filter rejects, each with its status: a node whose ``labels`` lack the
+        key is unresolvable, one beyond maxSkew unschedulable; on the ``counted_on`` nodes the
+        pod judged is in the counts. In the order of ``nodes``."""
+        counts, uncounted, counted = self.counts, self.uncounted, self.counted
+        out: dict[str, FilterStatus] = {}
+        for node in nodes:
+            value = labels[node].get(key)
+            if value is None:
+                out[node] = FilterStatus.UNRESOLVABLE
+            elif counts.get(value, 0) > (counted if node in counted_on else uncounted):
+                out[node] = FilterStatus.UNSCHEDULABLE
+        return out
 
     def crowded(self) -> list[str]:
         """The listed domains where a pod not counted fails."""

@@ -291,6 +291,7 @@ class SpreadIndex:
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
         self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
+        self.node_labels: dict[str, Labels] = {n.name: n.labels for n in state.nodes}
         shapes = bucket_shapes(state.pods, self.nodes)
         # the live buckets, as positions in state.pods
         self.shapes: tuple[list[int], ...] = tuple(v for k, v in shapes.items() if k[4])

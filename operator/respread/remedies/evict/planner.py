@@ -203,7 +203,7 @@ def _step(run: Pass, m: Members) -> tuple[Move, str] | None:
     measure = bool(foreign)
     best: tuple[int, Members, Pod, str, str] | None = None  # measured: the best move so far
     for owner, pod, why in _tries(sim, m, foreign):
-        own = not isinstance(why, str)
+        own = owner is m  # an own pod comes with the rule it fails, a foreign one with a reason
         ok, deferral = run.eligible(pod, owner.workload, record=own)
         if not ok:
             continue

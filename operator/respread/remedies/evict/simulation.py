@@ -293,7 +293,7 @@ class Pass:
                 kind, reason = refusal
                 sim.skipped[id(pod)] = Skip(pod, workload, SkipKind(kind.value), reason)
             return False, ""
-        deferral = self.deferral(pod, workload)
+        deferral = sim.gate.deferral(pod, workload, self.now, self.history)
         return not (self.within_limits and deferral), deferral
 
     def deferral(self, pod: Pod, workload: WorkloadRef) -> str:
