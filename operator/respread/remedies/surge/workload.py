@@ -74,7 +74,7 @@ class SurgedWorkload:
     def node_class(self, node: str, judge: OthersJudge) -> tuple[object, ...]:
         """What removing a pod from ``node`` changes: its domain in each of the workload's
         tables and in each other group's judged (nodes of one class are interchangeable)."""
-        tables = [*self._distinct, *(b.tables[b.group.index] for b in judge.groups)]
+        tables = [*self._distinct, *(b.table for b in judge.groups)]
         return (self.domains(node), *(t.space.node_domain.get(node) for t in tables))
 
     def domains(self, node: str) -> Domains:
