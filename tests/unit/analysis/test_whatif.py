@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from respread.analysis.groups import Members, analyze, violating_nodes
-from respread.analysis.whatif import SimCounts, WorkingCounts, failing, fails
+from respread.analysis.tally import SimCounts, failing, fails
+from respread.analysis.whatif import WorkingCounts
 from respread.core.kernel import FilterStatus
 from respread.core.model import ClusterState, OwnerRef
 from respread.inputs.policy import DEFAULT_POLICY

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef, minimum_moves
-from respread.analysis.whatif import fails
+from respread.analysis.tally import fails
 from respread.core.model import Pod
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims

@@ -28,9 +28,9 @@ budgets; pass 2 goes on past them to find what later runs would do (Deferred) an
 violations can be fixed by eviction at all.
 
 The parts, one job each: the planning run's simulation and the plan it ends with
-(simulation.py: the what-if counts of analysis/whatif.py, the eviction gate of evictor.py, the
-landing predictor of scheduling/landing.py), the victim strategy (victims.py) and the
-exhaustive search (exact.py); this module makes the greedy plan, trying moves over them and
+(simulation.py: the what-if counts of analysis/whatif.py and tally.py, the eviction gate of
+evictor.py, the landing predictor of scheduling/landing.py), the victim strategy (victims.py)
+and the exhaustive search (exact.py); this module makes the greedy plan, trying moves over them and
 keeping or undoing them, and chooses between it and the exact one.
 """
 
@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
-from respread.analysis.whatif import fails
+from respread.analysis.tally import fails
 from respread.core.model import Pod
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims

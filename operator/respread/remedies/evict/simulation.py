@@ -1,9 +1,10 @@
 """One planning run of the eviction planner: the simulation its moves are tried in, and the
 plan it ends with.
 
-``Simulation`` holds the parts with one job each: the simulated counts (analysis/whatif.py, on
-the Filter kernel), the eviction gate (evictor.py), the landing predictor
-(scheduling/landing.py), and the pods moved and skipped so far. A move evicts a pod and lands
+``Simulation`` holds the parts with one job each: the simulated counts (analysis/tally.py on
+the working counts of analysis/whatif.py, on the Filter kernel), the eviction gate
+(evictor.py), the landing predictor (scheduling/landing.py), and the pods moved and skipped so
+far. A move evicts a pod and lands
 its replacement where predicted; it is tried, then kept or undone exactly (the working counts'
 journal). ``Pass`` is one pass over the violated groups: this run's, within the policy's caps,
 cooldown and budgets, or later runs', past them.
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from respread.analysis.groups import Analysis, Group, Members, WorkloadRef, minimum_moves
-from respread.analysis.whatif import SimCounts
+from respread.analysis.tally import SimCounts
 from respread.core.model import Node, Pod
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict.evictor import EvictionGate

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from respread.analysis.groups import Members
-from respread.analysis.whatif import SimCounts, failing
+from respread.analysis.tally import SimCounts, failing
 from respread.core.model import Pod
 from respread.remedies.evict.steps import Skip
 from respread.scheduling.safety import pinned

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from respread.analysis.groups import Analysis, Members, analyze
-from respread.analysis.whatif import SimCounts
+from respread.analysis.tally import SimCounts
 from respread.core.model import ClusterState, Labels, OwnerRef, Pod, Policy, SpreadConstraint, When
 from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
 from respread.remedies.evict import victims
