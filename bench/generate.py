@@ -1244,10 +1244,17 @@ def to_json(manifests: list[Manifest]) -> str:
     )
 
 
+class _NoAliases(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Shared values written out each time, as kubectl writes them: PyYAML would write an
+    anchor and aliases, and respread reads at most 100 aliases per file (docs/limits.md)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
 def to_yaml(manifests: list[Manifest]) -> str:
     """Multi-document YAML, one object per document."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump_all(manifests, Dumper=dumper, sort_keys=False, default_flow_style=False)
+    return yaml.dump_all(manifests, Dumper=_NoAliases, sort_keys=False, default_flow_style=False)
 
 
 def write(manifests: list[Manifest], path: Path) -> None:

@@ -110,16 +110,59 @@ def _request_kind(e: dict[str, Any]) -> str:
     return f"{verb} {resource}"
 
 
+class _RssSampler:
+    """A process's resident memory, every quarter second, on a thread of its own."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.samples: list[tuple[float, float]] = []  # (monotonic, MB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = _rss_mb(self.pid)
+            if rss is not None:
+                self.samples.append((time.monotonic(), rss))
+            self._stop.wait(0.25)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def measure(cp: ControlPlane, row: Row, args: argparse.Namespace, policy: str = POLICY) -> None:
-    scans, interval, timeout = args.scans, args.interval, args.timeout
     kubeconfig = cp.user_kubeconfig(OPERATOR_USER, groups=["system:masters"])
     api = config.new_client_from_config(config_file=str(cp.kubeconfig))
-    custom = client.CustomObjectsApi(api)
     log_path = cp.tmp / "operator.log"
-    started = time.monotonic()
-    t0_wall = time.time()
+    started, started_wall = time.monotonic(), time.time()
+    run = _Run(
+        _start_operator(kubeconfig, log_path, args, cp.tmp),
+        client.CustomObjectsApi(api),
+        log_path,
+        policy,
+        started,
+        started_wall,
+    )
+    sampler = _RssSampler(run.proc.pid)
+    _create_policy(run.custom, policy, args.interval)
+    try:
+        run.follow(row, args.scans, args.timeout)
+    finally:
+        sampler.stop()
+        if args.profile_memory and run.proc.poll() is None:
+            _keep_memory_profile(run.proc, cp.tmp, row.pods)
+        _stop_operator(run.proc)
+    _record_scans(row, run, sampler.samples)
+    _record_requests(row, _audit(cp.audit.path), run)
+
+
+def _start_operator(
+    kubeconfig: Path, log_path: Path, args: argparse.Namespace, tmp: Path
+) -> subprocess.Popen[bytes]:
     with log_path.open("w") as out:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -133,20 +176,11 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace, policy: str = 
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=REPO,
-            env=_operator_env(args, cp.tmp),
+            env=_operator_env(args, tmp),
         )
-    samples: list[tuple[float, float]] = []
-    stop = threading.Event()
 
-    def sample() -> None:
-        while not stop.is_set():
-            rss = _rss_mb(proc.pid)
-            if rss is not None:
-                samples.append((time.monotonic(), rss))
-            stop.wait(0.25)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+def _create_policy(custom: client.CustomObjectsApi, policy: str, interval: str) -> None:
     custom.create_cluster_custom_object(
         "respread.io",
         "v1alpha1",
@@ -158,85 +192,117 @@ def measure(cp: ControlPlane, row: Row, args: argparse.Namespace, policy: str = 
             "spec": {"mode": "DryRun", "schedule": {"interval": interval}},
         },
     )
-    scan_times: list[tuple[float, float]] = []  # (monotonic when seen, duration) from the log
-    written: list[float] = []  # monotonic when each new status (a scan's report) was seen
-    deadline = time.monotonic() + timeout
-    seen, last_scan = 0, None
-    try:
-        while len(written) < scans and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the operator exited: {log_path.read_text()[-3000:]}")
-            lines = log_path.read_text(errors="replace").splitlines()
-            for line in lines[seen:]:
-                if row.listed_s is None and "listed every watched kind" in line:
-                    row.listed_s = time.monotonic() - started
-                m = SCAN_LINE.search(line)
-                if m and m.group(1) == policy:
-                    scan_times.append((time.monotonic(), float(m.group(2))))
-            seen = len(lines)
-            st = (
-                custom.get_cluster_custom_object(
-                    "respread.io", "v1alpha1", "rebalancepolicies", policy
-                ).get("status")
-                or {}
-            )
-            if st.get("summary") and st.get("lastScanTime") != last_scan:
-                last_scan = st.get("lastScanTime")
-                written.append(time.monotonic())
-                if row.first_status_s is None:
-                    row.first_status_s = written[0] - started
-                    row.violations = st["summary"].get("violations")
+
+
+@dataclass
+class _Run:
+    """One operator being followed: its process and log, the policy it scans, and what it has
+    shown so far (its scans, from the log; its reports, from the status)."""
+
+    proc: subprocess.Popen[bytes]
+    custom: client.CustomObjectsApi
+    log_path: Path
+    policy: str
+    started: float  # monotonic, when the operator was started
+    started_wall: float  # the same moment on the wall clock (the audit log's)
+    scan_times: list[tuple[float, float]] = field(default_factory=list)  # (seen, duration)
+    written: list[float] = field(default_factory=list)  # monotonic, when each report was seen
+    log_lines: int = 0  # lines of the log read
+    last_scan: str | None = None  # the last report's lastScanTime
+
+    def follow(self, row: Row, scans: int, timeout: float) -> None:
+        """The log and the status, until ``scans`` reports were written or ``timeout`` is up."""
+        deadline = time.monotonic() + timeout
+        while len(self.written) < scans and time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the operator exited: {self.log_path.read_text()[-3000:]}")
+            self._read_log(row)
+            self._read_status(row)
             time.sleep(0.5)
-    finally:
-        stop.set()
-        sampler.join()
-        if args.profile_memory and proc.poll() is None:
-            proc.send_signal(signal.SIGUSR2)
-            profile = cp.tmp / "memprofile.txt"
-            for _ in range(600):  # a snapshot of a large heap takes minutes
-                if profile.exists():
-                    break
-                time.sleep(1)
-            if profile.exists():
-                kept = REPO / "bench" / "out" / f"memprofile-{row.pods}.txt"
-                kept.parent.mkdir(exist_ok=True)
-                kept.write_text(profile.read_text())
-                print(f"memory profile: {kept}", file=sys.stderr)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    text = log_path.read_text(errors="replace")
-    row.log_lines = len(text.splitlines())
-    row.scans = len(written)
-    if scan_times:
-        row.first_scan_s = scan_times[0][1]
-        row.later_scans_s = [d for _, d in scan_times[1:]]
+
+    def _read_log(self, row: Row) -> None:
+        """The log's new lines: when every kind was listed, and each scan of the policy."""
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        for line in lines[self.log_lines :]:
+            if row.listed_s is None and "listed every watched kind" in line:
+                row.listed_s = time.monotonic() - self.started
+            m = SCAN_LINE.search(line)
+            if m and m.group(1) == self.policy:
+                self.scan_times.append((time.monotonic(), float(m.group(2))))
+        self.log_lines = len(lines)
+
+    def _read_status(self, row: Row) -> None:
+        """A new report in the policy's status (another lastScanTime)."""
+        policy = self.custom.get_cluster_custom_object(
+            "respread.io", "v1alpha1", "rebalancepolicies", self.policy
+        )
+        st = policy.get("status") or {}
+        if st.get("summary") and st.get("lastScanTime") != self.last_scan:
+            self.last_scan = st.get("lastScanTime")
+            self.written.append(time.monotonic())
+            if row.first_status_s is None:
+                row.first_status_s = self.written[0] - self.started
+                row.violations = st["summary"].get("violations")
+
+
+def _keep_memory_profile(proc: subprocess.Popen[bytes], tmp: Path, pods: int) -> None:
+    """Ask the operator for its tracemalloc snapshot (SIGUSR2) and keep it under bench/out/."""
+    proc.send_signal(signal.SIGUSR2)
+    profile = tmp / "memprofile.txt"
+    for _ in range(600):  # a snapshot of a large heap takes minutes
+        if profile.exists():
+            break
+        time.sleep(1)
+    if profile.exists():
+        kept = REPO / "bench" / "out" / f"memprofile-{pods}.txt"
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(profile.read_text())
+        print(f"memory profile: {kept}", file=sys.stderr)
+
+
+def _stop_operator(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _record_scans(row: Row, run: _Run, samples: list[tuple[float, float]]) -> None:
+    """The scans' durations, the reports seen, and the memory: peak, and steady (the median
+    after the first report)."""
+    row.log_lines = len(run.log_path.read_text(errors="replace").splitlines())
+    row.scans = len(run.written)
+    if run.scan_times:
+        row.first_scan_s = run.scan_times[0][1]
+        row.later_scans_s = [d for _, d in run.scan_times[1:]]
     row.rss_peak_mb = max((r for _, r in samples), default=0.0)
-    if len(written) >= 2:
-        after_first = [r for t, r in samples if t >= written[0]]
+    if len(run.written) >= 2:
+        after_first = [r for t, r in samples if t >= run.written[0]]
         row.rss_steady_mb = statistics.median(after_first) if after_first else None
-    events = _audit(cp.audit.path)
+
+
+def _record_requests(row: Row, events: list[dict[str, Any]], run: _Run) -> None:
+    """The Events the operator created, and its requests per scan: those between the second
+    and the last report seen (the first scan's Events, posted after its report, stay out)."""
     row.events_created = sum(
         1
         for e in events
         if _request_kind(e) == "create events" and e.get("responseStatus", {}).get("code", 0) < 300
     )
-    # Requests between the first and the last scan seen, per scan.
-    # Requests between the second and the last report seen (the first scan's Events, posted
-    # after its report, stay out), per scan.
-    if len(written) >= 3:
-        first_wall = t0_wall + (written[1] - started)
-        last_wall = t0_wall + (written[-1] - started)
-        counts: dict[str, int] = {}
-        for e in events:
-            at = _ts(e.get("requestReceivedTimestamp", ""))
-            if first_wall < at <= last_wall:
-                kind = _request_kind(e)
-                counts[kind] = counts.get(kind, 0) + 1
-        n = len(written) - 2
-        row.requests_per_scan = {k: round(v / n, 2) for k, v in sorted(counts.items())}
+    written = run.written
+    if len(written) < 3:
+        return
+    first_wall = run.started_wall + (written[1] - run.started)
+    last_wall = run.started_wall + (written[-1] - run.started)
+    counts: dict[str, int] = {}
+    for e in events:
+        at = _ts(e.get("requestReceivedTimestamp", ""))
+        if first_wall < at <= last_wall:
+            kind = _request_kind(e)
+            counts[kind] = counts.get(kind, 0) + 1
+    n = len(written) - 2
+    row.requests_per_scan = {k: round(v / n, 2) for k, v in sorted(counts.items())}
 
 
 def _operator_env(args: argparse.Namespace, tmp: Path) -> dict[str, str]:

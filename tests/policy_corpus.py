@@ -169,6 +169,42 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("cron with tabs", policy(sched(cron="0\t0\t*\t*\t*")), True),
     ("cron with a no-break space", policy(sched(cron="0\u00a00 * * *")), False),
     ("cron February 30", policy(sched(cron="0 0 30 2 *")), True),
+    # names in ASCII letters only: RE2's (?i:sep) would take U+017F (ſ) for s
+    ("cron month named with U+017F", policy(sched(cron="0 0 * \u017fep *")), False),
+    ("cron weekday named with U+017F", policy(sched(cron="0 0 * * \u017fun")), False),
+    ("cron weekday range to U+017F", policy(sched(cron="0 0 * * mon-\u017fat")), False),
+    ("cron names in capitals", policy(sched(cron="0 0 * SEP SUN")), True),
+    ("cron name with a Kelvin sign", policy(sched(cron="0 0 * \u212aan *")), False),
+    # numbers: any leading zeros (cron reads them); a step of at most 18 digits after them
+    ("cron value zero-padded to 19 digits", policy(sched(cron="0" * 18 + "5 * * * *")), True),
+    ("cron value zero-padded to 60 digits", policy(sched(cron="0" * 59 + "5 * * * *")), True),
+    ("cron range zero-padded", policy(sched(cron="0" * 18 + "5-" + "0" * 17 + "10 * * * *")), True),
+    ("cron range zero-padded backwards", policy(sched(cron="0" * 17 + "10-5 * * * *")), False),
+    ("cron step of 18 digits", policy(sched(cron="*/" + "9" * 18 + " * * * *")), True),
+    ("cron step of 19 digits", policy(sched(cron="*/1234567890123456789 * * * *")), False),
+    ("cron step zero-padded to 30 digits", policy(sched(cron="*/" + "0" * 29 + "5 * * * *")), True),
+    ("cron step of 0 zero-padded", policy(sched(cron="*/" + "0" * 20 + " * * * *")), False),
+    # durations as CEL's duration() (Go's ParseDuration) reads them, to the nanosecond
+    (
+        "interval 9999.9999999999999ms (9.999999999s)",
+        policy(sched(interval="9999.9999999999999ms")),
+        False,
+    ),
+    (
+        "interval 0.1666666666666666666m (10s to Go)",
+        policy(sched(interval="0.1666666666666666666m")),
+        True,
+    ),
+    ("interval 10000ms", policy(sched(interval="10000ms")), True),
+    ("interval 9.9999999999s", policy(sched(interval="9.9999999999s")), False),
+    ("interval 2^63 ns", policy(sched(interval="2562047h47m16.854775808s")), False),
+    ("interval 2^63-1 ns", policy(sched(interval="2562047h47m16.854775807s")), True),
+    ("interval 2562047h48m", policy(sched(interval="2562047h48m")), False),
+    (
+        "readyTimeout 9999.9999999999999ms",
+        policy({"remediation": {"surge": {"readyTimeout": "9999.9999999999999ms"}}}),
+        False,
+    ),
     # selectors
     ("include a 63-character namespace", policy(sel(namespaces={"include": ["a" * 63]})), True),
     ("include a 64-character namespace", policy(sel(namespaces={"include": ["a" * 64]})), False),
@@ -273,6 +309,76 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 API_ACCEPTS = {case_id: accepts for case_id, _, accepts in CASES}
+
+HEAD = f"apiVersion: {API_VERSION}\nkind: RebalancePolicy\nmetadata:\n  name: corpus\n"
+
+
+def yaml_policy(spec: str) -> str:
+    return HEAD + "spec:\n" + "".join(f"  {line}\n" for line in spec.splitlines())
+
+
+# Policies as YAML text: what a value means is kubectl's reading of the text (go-yaml v2, then
+# JSON). tests/cluster/test_policy_agreement.py sends each through `kubectl create
+# --dry-run=server` (kubectl converting the YAML, as it does for a user), and respread reads
+# the same text; a text kubectl cannot convert to JSON at all (.inf) counts as refused.
+YAML_CASES: list[tuple[str, str, bool]] = [
+    (
+        "YAML maxPerRun: 1:20 (a string to kubectl)",
+        yaml_policy("eviction: {maxPerRun: 1:20}"),
+        False,
+    ),
+    ("YAML maxPerRun: 0x1F", yaml_policy("eviction: {maxPerRun: 0x1F}"), True),
+    ("YAML maxPerRun: 017 (octal 15)", yaml_policy("eviction: {maxPerRun: 017}"), True),
+    ("YAML maxPerRun: 0o17", yaml_policy("eviction: {maxPerRun: 0o17}"), True),
+    ("YAML maxPerRun: 08 (a float, 8)", yaml_policy("eviction: {maxPerRun: 08}"), True),
+    ("YAML maxPerRun: 1e3", yaml_policy("eviction: {maxPerRun: 1e3}"), True),
+    ("YAML maxPerRun: 1_000", yaml_policy("eviction: {maxPerRun: 1_000}"), True),
+    ("YAML maxPerRun: 1.5", yaml_policy("eviction: {maxPerRun: 1.5}"), False),
+    ("YAML maxPerRun: =", yaml_policy("eviction: {maxPerRun: =}"), False),
+    ("YAML maxPerRun: 0x_", yaml_policy("eviction: {maxPerRun: 0x_}"), False),
+    ("YAML maxPerRun: .inf", yaml_policy("eviction: {maxPerRun: .inf}"), False),
+    ("YAML maxPerRun: ~", yaml_policy("eviction: {maxPerRun: ~}"), True),
+    ('YAML maxPerRun: !!int ""', yaml_policy('eviction: {maxPerRun: !!int ""}'), False),
+    ("YAML maxPerRun: !!int '12'", yaml_policy("eviction: {maxPerRun: !!int '12'}"), True),
+    ("YAML maxPerRun: !!float 12", yaml_policy("eviction: {maxPerRun: !!float 12}"), True),
+    ("YAML requireFit: yes", yaml_policy("eviction: {requireFit: yes}"), True),
+    ("YAML requireFit: n", yaml_policy("eviction: {requireFit: n}"), True),
+    ("YAML requireFit: !!bool maybe", yaml_policy("eviction: {requireFit: !!bool maybe}"), False),
+    ("YAML mode: on (a boolean)", yaml_policy("mode: on"), False),
+    ("YAML mode: !!str DryRun", yaml_policy("mode: !!str DryRun"), True),
+    ("YAML cron: !foo tagged", yaml_policy("schedule: {cron: !foo '*/5 * * * *'}"), True),
+    ("YAML matchLabels key 1", yaml_policy("selector: {podSelector: {matchLabels: {1: a}}}"), True),
+    ("YAML matchLabels key y", yaml_policy("selector: {podSelector: {matchLabels: {y: a}}}"), True),
+    (
+        "YAML matchLabels value y",
+        yaml_policy("selector: {podSelector: {matchLabels: {a: y}}}"),
+        False,
+    ),
+    ("YAML interval: 1:20", yaml_policy("schedule: {interval: 1:20}"), False),
+    (
+        "YAML a byte order mark after ---",
+        "# joined\n---\n\ufeff" + yaml_policy("mode: Enforce"),
+        True,
+    ),
+    (
+        "YAML a byte order mark after a first ---",
+        "---\n\ufeff" + yaml_policy("mode: Enforce"),
+        False,
+    ),
+    ("YAML merge key", yaml_policy("eviction: {<<: {maxPerRun: 3}, requireFit: false}"), True),
+    ("YAML merge of a scalar", yaml_policy("eviction: {<<: 3}"), False),
+]
+
+YAML_API_ACCEPTS = {case_id: accepts for case_id, _, accepts in YAML_CASES}
+
+# Where the command line reads YAML text otherwise than kubectl, on purpose.
+YAML_EXCEPTIONS = {
+    "YAML a byte order mark after a first ---": (
+        "kubectl drops a byte order mark that starts a document after ---, except in the first "
+        "one, where it reads it into the first key (\\ufeffapiVersion) and refuses the object; "
+        "respread drops it there too"
+    ),
+}
 
 # Where the command line's verdict differs from the API server's, on purpose.
 EXCEPTIONS = {

@@ -3,35 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import logging
+import os
+import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import analyze, build_index
+from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
-from respread.core.limits import DEFAULT_LIMITS, Limits, printable, shown
+from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
 from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
-from respread.inputs.documents import InputError, decode
+from respread.inputs.documents import InputError, LeftOut, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
 from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
-from respread.remedies.choose import (
-    apply_remediation,
-    defer_surged,
-    eviction_blocked,
-    hold_costs,
-)
-from respread.remedies.cost.order import plan_costs
-from respread.remedies.evict.planner import plan
-from respread.remedies.surge.plan import plan_surges
-from respread.report.build import build_report, render_text
+from respread.inputs.scoping import within_namespace
+from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.remedies.cost.release import lifecycle_of
+from respread.report.contract import report_json
+from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -39,6 +39,10 @@ SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
 class UsageError(Exception):
     """A problem with the command's input: printed as one line, exit status 2."""
+
+
+class OutputError(UsageError):
+    """The report could not be written (standard output closed, a full disk)."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -64,6 +68,38 @@ def _read_bounded(stream: Any, what: str, budget: int) -> bytes:
                 " (raise it with --max-snapshot-size)"
             )
         chunks.append(chunk)
+
+
+def _read_path(path: Path, what: str, budget: int) -> bytes:
+    """A regular file, or a pipe someone writes to (``<(kubectl get ...)``, a FIFO), read
+    within the budget. A FIFO no one has opened for writing is refused at once, where reading
+    it would wait forever; anything else that is not a regular file (a device, a socket) is
+    refused, where it might never end."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode):
+        with path.open("rb") as stream:
+            return _read_bounded(stream, what, budget)
+    if not stat.S_ISFIFO(mode):
+        _fail(f"{what} is not a regular file or a pipe")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits for a writer
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        try:
+            first = os.read(fd, min(READ_CHUNK, budget + 1))
+        except BlockingIOError:  # a writer is there, and has written nothing yet
+            first = None
+        if first == b"":
+            _fail(f"{what} is a pipe with no writer (start the writer first, or redirect it to -)")
+        if first is not None and len(first) > budget:
+            _fail(f"{what} is larger than the snapshot limit of {budget} bytes")
+        os.set_blocking(fd, True)
+        head = first or b""
+        return head + _read_bounded(stream, what, budget - len(head))
+
+
+def _stdin() -> Any:
+    if sys.stdin is None:
+        _fail("cannot read standard input: it is closed")
+    return sys.stdin.buffer
 
 
 def _text(data: bytes, what: str) -> str:
@@ -94,7 +130,7 @@ def read_snapshot(
 
     for raw in paths:
         if raw == "-":
-            add("<stdin>", _read_bounded(sys.stdin.buffer, "standard input", budget))
+            add("<stdin>", _read_bounded(_stdin(), "standard input", budget))
             continue
         path = Path(raw)
         if path.is_dir():
@@ -109,8 +145,7 @@ def read_snapshot(
             _fail(f"cannot read snapshot {raw}: no such file or directory")
         for f in files:
             try:
-                with f.open("rb") as stream:
-                    data = _read_bounded(stream, f"snapshot {f}", budget)
+                data = _read_path(f, f"snapshot {f}", budget)
             except OSError as err:
                 _fail(f"cannot read snapshot {f}: {err.strerror or err}")
             add(str(f), data)
@@ -171,10 +206,9 @@ def read_policy(path: str | None) -> RebalancePolicy:
     budget = POLICY_MAX_BYTES
     try:
         if path == "-":
-            data = _read_bounded(sys.stdin.buffer, "the policy", budget)
+            data = _read_bounded(_stdin(), "the policy", budget)
         else:
-            with Path(path).open("rb") as stream:
-                data = _read_bounded(stream, f"policy {path}", budget)
+            data = _read_path(Path(path), f"policy {path}", budget)
     except OSError as err:
         _fail(f"cannot read policy {path}: {err.strerror or err}")
     text = _text(data, f"policy {path}")
@@ -182,8 +216,10 @@ def read_policy(path: str | None) -> RebalancePolicy:
         docs = [d for _, d in documents_from_text(text, path, POLICY_LIMITS)]
     except InputError as err:
         _fail(f"policy {path} cannot be read: {err}")
-    except yaml.YAMLError:
-        _fail(f"policy {path} is not valid YAML or JSON")
+    for doc in docs:
+        if isinstance(doc, LeftOut):
+            field = f"field {doc.field}: " if doc.field else ""
+            _fail(f"policy {path} cannot be read: {field}{doc.message}")
     policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(policies) != 1:
         _fail(f"policy {path} must hold exactly one {KIND}, found {len(policies)}")
@@ -203,59 +239,165 @@ def parse_now(value: str | None) -> float:
 
 
 def emit(data: Any, output: str, text: str | None = None) -> None:
-    if output == "json":
-        json.dump(data, sys.stdout, indent=2, sort_keys=False)
-        sys.stdout.write("\n")
-    elif output == "yaml":
-        yaml.safe_dump(data, sys.stdout, sort_keys=False, default_flow_style=False)
-    else:
-        sys.stdout.write(text or "")
+    """Writes the report; text is made safe for a terminal (JSON and YAML escape control
+    characters themselves). OutputError when it cannot be written."""
+    out = sys.stdout
+    if out is None:
+        raise OutputError("cannot write the report: standard output is closed")
+    try:
+        if output == "json":
+            json.dump(data, out, indent=2, sort_keys=False)
+            out.write("\n")
+        elif output == "yaml":
+            yaml.safe_dump(data, out, sort_keys=False, default_flow_style=False)
+        else:
+            out.write(printable_lines(text or ""))
+        out.flush()
+    except BrokenPipeError:
+        raise  # the reader has gone (`| head`): not an error of respread's
+    except (OSError, ValueError) as err:  # a full disk; a closed stream is a ValueError
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise OutputError(f"cannot write the report: {reason}") from None
 
 
-def load_live(kubeconfig: str, quiet: bool) -> LoadResult:
+def load_live(kubeconfig: str, quiet: bool, context: str | None = None) -> LoadResult:
     """One read of a live cluster (the kube layer is imported only when asked for)."""
-    from respread.kube.client import KubeError, api_client
+    from respread.kube.client import api_client
     from respread.kube.reader import read_cluster
 
     def progress(line: str) -> None:
         if not quiet:
-            print(f"respread: {line}", file=sys.stderr)
+            print(f"respread: {printable(line)}", file=sys.stderr)
 
-    try:
-        docs = read_cluster(api_client(kubeconfig), progress)
-    except KubeError as err:
-        _fail(str(err))
+    with kube_calls():
+        docs = read_cluster(api_client(kubeconfig, context), progress)
     result = load_documents(docs, taken_at=time.time())
     warn(result.problems, quiet)
     return result
 
 
+@contextlib.contextmanager
+def _logged() -> Iterator[list[str]]:
+    """The error messages libraries log meanwhile (the kubernetes client logs an exec plugin's
+    failure, urllib3 each retry), kept instead of printed: the command's error says it in one
+    line. Without a handler of its own, the root logger would print them itself."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                try:
+                    messages.append(record.getMessage())
+                except Exception:  # a record whose arguments do not fit its format
+                    messages.append(str(record.msg))
+
+    root = logging.getLogger()
+    handler = Keep(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def kube_calls() -> Iterator[None]:
+    """Requests to a live cluster: a KubeError ends the command in one line, with what the
+    client logged before the request failed (an exec plugin's exit status and output)."""
+    from respread.kube.client import KubeError
+
+    with _logged() as logged:
+        try:
+            yield
+        except KubeError as err:
+            _fail(f"{err}{f' ({logged[0]})' if logged else ''}")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What `respread plan` scans with: the policy, the other policies (which of them orders a
+    ReplicaSet's costs) and the memory of the policy's earlier scans."""
+
+    policy: RebalancePolicy
+    others: tuple[RebalancePolicy, ...] = ()
+    memory: Memory = NO_MEMORY
+
+
+def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it."""
+    from respread.kube.client import api_client
+    from respread.kube.reader import read_policies
+
+    with kube_calls():
+        api = api_client(kubeconfig, context)
+        bodies = read_policies(api)
+    return policy_scope(bodies, name, api.configuration.host, quiet)
+
+
+def policy_scope(
+    bodies: Sequence[dict[str, Any]], name: str, server: str, quiet: bool = False
+) -> Scope:
+    """RebalancePolicy ``name`` as the operator scans it: its spec; its memory seeded from its
+    status, as a newly elected leader seeds it; the other valid policies not being deleted."""
+    from respread.runtime.memory import PolicyMemory
+
+    def named(body: dict[str, Any]) -> object:
+        return (body.get("metadata") or {}).get("name")
+
+    body = next((b for b in bodies if named(b) == name), None)
+    if body is None:
+        _fail(f"RebalancePolicy {shown(name)} not found at {server}")
+    try:
+        policy = parse_policy(body)
+    except PolicyError as err:
+        _fail(str(err))
+    if _deleting(body) and not quiet:
+        print(
+            f"respread: warning: RebalancePolicy {policy.name} is being deleted: the operator "
+            "no longer scans it",
+            file=sys.stderr,
+        )
+    others = []
+    for other in bodies:
+        if named(other) == name or _deleting(other):
+            continue
+        try:
+            others.append(parse_policy(other))
+        except PolicyError:  # the operator does not schedule an invalid policy
+            continue
+    return Scope(policy, tuple(others), PolicyMemory.from_status(body.get("status")).scan)
+
+
+def _deleting(body: dict[str, Any]) -> bool:
+    return lifecycle_of(body.get("metadata") or {}).deleting_since is not None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
+    named = args.policy_name
+    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
-    if (args.snapshot is None) == (args.kubeconfig is None):
-        _fail("give exactly one of --snapshot and --kubeconfig")
-    if args.kubeconfig is not None:
-        loaded = load_live(args.kubeconfig, args.quiet)
-    else:
-        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    if named is not None:
+        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
+    scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
+    loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
     # the analysis runs, from walking its millions of objects on the collections that
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    with gc_paused():
-        analysis = analyze(loaded.state, policy)
-        result = apply_remediation(plan(analysis, policy, now=now), policy)
-        surge = plan_surges(
-            analysis, eviction_blocked(result, policy.remediation.evict), policy, now
-        )
-        result = defer_surged(result, surge.busy)
-        settings = policy.remediation.deletion_cost
-        costs = hold_costs(plan_costs(analysis, settings) if settings.enabled else None, surge.busy)
-        report = build_report(analysis, result, policy, costs=costs, surge=surge)
-    note(args.quiet, started, f"analysed {len(analysis.groups)} constraint groups and planned")
-    emit(report, args.output, render_text(report) if args.output == "text" else None)
+    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    note(
+        args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
+    )
+    if args.output == "text":
+        emit(None, args.output, render_text(result.report))
+    else:
+        emit(report_json(result.report), args.output)
     return 0
 
 
@@ -316,14 +458,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
     namespace, name = args.pod.split("/")
-    loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+    loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
-        _fail(f"pod {shown(args.pod)} is not in the snapshot")
+        _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
     emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
     return 0
+
+
+def load_input(args: argparse.Namespace) -> LoadResult:
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    if (args.snapshot is None) == (args.kubeconfig is None):
+        _fail("give exactly one of --snapshot and --kubeconfig")
+    if args.kubeconfig is not None:
+        return load_live(args.kubeconfig, args.quiet, args.context)
+    if args.context is not None:
+        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:
@@ -349,6 +502,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quantity such as 2Gi)"
+CONTEXT_HELP = "the kubeconfig context to use with --kubeconfig (default: its current context)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,6 +527,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
     )
+    p.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
+    p.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
+        " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
+        " policies)",
+    )
+    p.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAMESPACE",
+        help="only this namespace's workloads (in place of the policy's namespaces)",
+    )
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
@@ -389,10 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--snapshot",
         action="append",
-        required=True,
         metavar="PATH",
         help="a manifest file or directory, - for stdin; repeat for several",
     )
+    e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
+    e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
     e.add_argument("--policy", metavar="FILE")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -405,6 +574,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=SIZE_HELP,
     )
     e.set_defaults(func=cmd_explain)
+    c = sub.add_parser(
+        "convert", help="write the RebalancePolicy equivalent to a descheduler's policy"
+    )
+    c.add_argument(
+        "--from-descheduler",
+        required=True,
+        metavar="FILE",
+        help="a DeschedulerPolicy (v1alpha2 or v1alpha1), or the ConfigMap holding it; - for stdin",
+    )
+    c.add_argument("--name", help="the RebalancePolicy's name (default: the profile's)")
+    c.set_defaults(func=cmd_convert)
     r = sub.add_parser("run", help="run the operator (in-cluster, or with --kubeconfig)")
     r.add_argument("--kubeconfig", metavar="FILE", help="default: $KUBECONFIG, then in-cluster")
     r.add_argument(
@@ -438,6 +618,31 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """`respread convert --from-descheduler FILE`: the RebalancePolicy a DeschedulerPolicy
+    asks for, with comments where the two differ (respread.inputs.descheduler)."""
+    from respread.inputs.annotated_yaml import render
+    from respread.inputs.descheduler import ConversionError, convert, read_policy_text
+
+    path = args.from_descheduler
+    source = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = _read_bounded(_stdin(), "standard input", POLICY_MAX_BYTES)
+        else:
+            data = _read_path(Path(path), path, POLICY_MAX_BYTES)
+    except OSError as err:
+        _fail(f"cannot read {path}: {err.strerror or err}")
+    try:
+        doc = read_policy_text(_text(data, source), source, POLICY_LIMITS)
+        conversions = convert(doc, args.name)
+    except ConversionError as err:
+        _fail(f"cannot convert {path}: {err}")
+    texts = [render(c.manifest, [(n.path, n.text) for n in c.notes]) for c in conversions]
+    emit(None, "text", "---\n".join(texts))
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -483,12 +688,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # A name with a lone surrogate (JSON allows "\\ud800") is printed escaped, not a crash.
+def usable_streams() -> None:
+    """Standard streams that can be written: a name with a lone surrogate (JSON allows
+    "\\ud800") is printed escaped, not a crash; a closed standard error (`2>&-`) is a null
+    device, so that nothing meant for it lands on standard output."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+
+
+def drop_stdout() -> None:
+    """Standard output to the null device: what is still buffered for a stream that cannot be
+    written (a full disk, a reader gone) must not fail again, with a traceback, at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"respread: error: {printable(line)}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    usable_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -498,16 +725,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except UsageError as err:
-        print(f"respread: error: {printable(str(err))}", file=sys.stderr)
+        if isinstance(err, OutputError):
+            drop_stdout()
+        _say(str(err))
         return 2
     except MemoryError:
         # Under a memory limit (ulimit -v, a container's): one line, not a traceback.
-        print(
-            "respread: error: out of memory (the input is too large for this memory limit)",
-            file=sys.stderr,
-        )
+        _say("out of memory (the input is too large for this memory limit)")
         return 2
     except BrokenPipeError:
+        drop_stdout()
         return 0
     except KeyboardInterrupt:
         return 130

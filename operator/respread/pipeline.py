@@ -1,1 +1,172 @@
-"""The one pure scan: cluster state + policy (+ memory) -> report, for the CLI and the operator."""
+"""The one pure scan: cluster state + policy (+ memory) -> report, for the CLI and the operator.
+
+    analyze -> plan evictions -> the chooser -> plan surges -> defer what surges take over
+            -> order deletion costs -> hold what surges take over -> the report
+
+`scan` is all of it, and nothing else assembles a scan: `respread plan` (a snapshot, or a live
+cluster read once) and the operator (runtime/scan.py, which then acts on the result and writes
+the status) both call it. What one scan of a policy hands the next is a `Memory` value, given
+and returned, never changed: the operator keeps the one returned (with the evictions it then
+made, `recorded`), a newly elected leader or `respread plan --policy-name` starts from the one
+the policy's status holds (`Memory.from_status`), and a one-off plan has none (`NO_MEMORY`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from respread.analysis.causes import Attribution, CauseKey, PreviousScan
+from respread.analysis.groups import Analysis, WorkloadRef, analyze
+from respread.core.collector import gc_paused
+from respread.core.model import ClusterState
+from respread.inputs.policy import Mode, RebalancePolicy
+from respread.remedies.choose import apply_remediation, defer_surged, eviction_blocked, hold_costs
+from respread.remedies.cost.memo import CostMemo
+from respread.remedies.cost.order import CostPlan, plan_costs
+from respread.remedies.cost.owner import Ownership
+from respread.remedies.evict.history import EvictionHistory, unready_workloads
+from respread.remedies.evict.planner import Plan, plan
+from respread.remedies.surge.plan import SurgeReport, plan_surges
+from respread.report.build import build_report
+from respread.report.changes import Changes, changes
+from respread.report.model import Report, WorkloadHistory
+from respread.report.stored import remembered
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """What one scan of a policy hands the next."""
+
+    evictions: EvictionHistory = field(default_factory=EvictionHistory)  # cooldown, back-off
+    previous: PreviousScan | None = None  # the last scan's view: evidence for new causes
+    causes: Mapping[CauseKey, Attribution] = field(default_factory=dict)  # of its violations
+    # Hold workloads back in Enforce (a replacement not Ready yet, a back-off), as the operator
+    # does from one scan to the next; a one-off plan holds nothing.
+    holds: bool = False
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any] | None) -> Memory:
+        """What a policy's status says its last scan knew, as an operator that starts, or is
+        elected, reads it: the causes of its violations and the eviction history
+        (`status.cooldowns`); the previous scan's view of the cluster starts afresh."""
+        known = remembered(status)
+        last: dict[WorkloadRef, float] = {}
+        pending: dict[tuple[WorkloadRef, str], int] = {}
+        level: dict[WorkloadRef, int] = {}
+        until: dict[WorkloadRef, float] = {}
+        for w in known.workloads:
+            ref = WorkloadRef(w.namespace, w.kind, w.name)
+            if w.last_eviction is not None:
+                last[ref] = w.last_eviction
+            for key, skew in w.reviews:
+                pending[(ref, key)] = skew
+            if w.backoff_level:
+                level[ref] = w.backoff_level
+            if w.backoff_until is not None:
+                until[ref] = w.backoff_until
+        causes = {key: Attribution(c, m) for key, (c, m) in known.causes.items()}
+        return cls(EvictionHistory(last, pending, level, until), None, causes, holds=True)
+
+    def histories(self) -> list[WorkloadHistory]:
+        """Every workload the eviction history knows something about (`status.cooldowns`)."""
+        h = self.evictions
+        return [
+            WorkloadHistory(
+                ref.namespace,
+                ref.kind,
+                ref.name,
+                last_eviction=h.last_eviction.get(ref),
+                reviews=tuple(
+                    sorted((key, skew) for (w, key), skew in h.skew_at_eviction.items() if w == ref)
+                ),
+                backoff_level=h.backoff_level.get(ref, 0),
+                backoff_until=h.backoff_until.get(ref),
+            )
+            for ref in h.workloads()
+        ]
+
+    def recorded(self, workload: WorkloadRef, key: str, skew: int, now: float) -> Memory:
+        """With an eviction the operator made after the scan."""
+        return replace(self, evictions=self.evictions.recorded(workload, key, skew, now))
+
+
+NO_MEMORY = Memory()
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """One scan's result, and the memory for the next."""
+
+    analysis: Analysis
+    plan: Plan  # the evictions, after the chooser and the surges' deferrals
+    surge: SurgeReport  # surge moves planned, skipped and in flight
+    costs: CostPlan | None  # the deletion-cost order, when the policy enables it
+    report: Report
+    changes: Changes  # violations found and resolved since the memory's scan
+    memory: Memory  # for the next scan
+
+
+def scan(
+    state: ClusterState,
+    policy: RebalancePolicy,
+    now: float,
+    memory: Memory = NO_MEMORY,
+    *,
+    others: Sequence[RebalancePolicy] = (),
+    memo: CostMemo | None = None,
+) -> Scan:
+    """One scan of ``policy`` over ``state`` at ``now``. ``others``: the other policies not being
+    deleted (which of them orders a ReplicaSet's costs); ``memo``: the deletion-cost orders of
+    the policy's last scan, an exact cache (the plan is the same without it), updated in place.
+    CPU-bound: the operator runs it in a worker thread."""
+    with gc_paused():  # the analysis makes many long-lived, acyclic objects
+        return _scan(state, policy, now, memory, others=others, memo=memo)
+
+
+def _scan(
+    state: ClusterState,
+    policy: RebalancePolicy,
+    now: float,
+    memory: Memory,
+    *,
+    others: Sequence[RebalancePolicy],
+    memo: CostMemo | None,
+) -> Scan:
+    analysis = analyze(state, policy)
+    history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
+    held = (
+        history.held(now, unready_workloads(state, analysis))
+        if memory.holds and policy.mode is Mode.ENFORCE
+        else {}
+    )
+    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
+    chosen = apply_remediation(evictions, policy)
+    surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
+    chosen = defer_surged(chosen, surge.busy)
+    costs = hold_costs(_costs(analysis, policy, others, memo), surge.busy)
+    report = build_report(
+        analysis, chosen, policy, memory.previous, costs, surge=surge, carried=memory.causes
+    )
+    after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
+    changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown
+    return Scan(analysis, chosen, surge, costs, report, changed, after)
+
+
+def _costs(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    others: Sequence[RebalancePolicy],
+    memo: CostMemo | None,
+) -> CostPlan | None:
+    settings = policy.remediation.deletion_cost
+    if not settings.enabled:
+        return None
+    namespaces = {n.name: n for n in analysis.index.state.namespaces}
+    return plan_costs(analysis, settings, memo, Ownership.of(policy.name, others, namespaces))
+
+
+def _causes(report: Report) -> dict[CauseKey, Attribution]:
+    """The cause of every violation reported, to carry to the next scan."""
+    return {v.key: Attribution(v.cause, v.cause_message) for v in report.violations}

@@ -3,7 +3,8 @@
 Session scope: `k8s_assets`, `control_plane` (etcd + kube-apiserver), `kubeconfig`,
 `audit_log`, `api_client`, `core_v1`, `apps_v1`, `policy_v1`.
 Per test: `e2e_cluster` (ensures controller-manager, scheduler and kwok are running),
-`namespace` (a fresh namespace), `fake_nodes` (a `FakeNodes` factory, cleaned up afterwards).
+`namespace` (a fresh namespace), `fake_nodes` (a `FakeNodes` factory, cleaned up afterwards),
+`scene` (all of these and the clients in one `scene.Scene`, with the steps tests share).
 
 Any test using `control_plane` (directly or through another fixture) is marked `cluster`
 automatically; modules also say `pytestmark = pytest.mark.cluster`. The binaries are resolved
@@ -25,6 +26,7 @@ from kube_harness import AuditLog, ClusterError, ControlPlane, resolve_assets
 from kube_helpers import FakeNodes, create_namespace
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
 ASSETS_KEY = pytest.StashKey[Path | ClusterError]()
 CONTROL_PLANE_KEY = pytest.StashKey[ControlPlane]()
@@ -169,6 +171,22 @@ def fake_nodes(
     nodes = FakeNodes(core_v1, _test_id(request, 24), lambda: control_plane.e2e_running)
     yield nodes
     nodes.cleanup()
+
+
+@pytest.fixture
+def scene(
+    e2e_cluster: ControlPlane,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    apps_v1: client.AppsV1Api,
+    policy_v1: client.PolicyV1Api,
+    audit_log: AuditLog,
+) -> Scene:
+    """This test's namespace and fake nodes, every controller running, the clients at hand."""
+    custom = client.CustomObjectsApi(api_client)
+    return Scene(namespace, fake_nodes, api_client, core_v1, apps_v1, policy_v1, custom, audit_log)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kube_harness import FAKE_NODE_ANNOTATION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.support.builders import constraint, deployment, sel
+from tests.support.constants import DELETION_COST, HOST, ZONE
+from tests.support.manifests import manifest
+
+from respread.core.annotations import COST_POLICY, COST_WRITTEN
+from respread.core.model import Resources, When
+from respread.core.quantity import milli
 
 T = TypeVar("T")
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 POOL_LABEL = "respread.test/pool"
 NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
 GROUP, VERSION, PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"  # RebalancePolicy
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 OPERATOR_USER = "system:serviceaccount:respread-system:respread"  # deploy/'s ServiceAccount
+
+TWO_PER_ZONE = {"zone-a": 2, "zone-b": 2, "zone-c": 2}  # fake nodes per zone
+UNEQUAL_ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}  # as clouds have them
+AT_ONCE = {"minPodAge": "0s", "cooldown": "1s"}  # a policy's eviction: no waiting
+COSTS_ONLY = {"evict": False, "deletionCost": {"enabled": True}}  # a policy's remediation
 
 
 def wait_for(
@@ -101,8 +114,8 @@ class FakeNodes:
                 name=name,
                 annotations={key: value},
                 labels={
-                    ZONE_LABEL: zone,
-                    HOSTNAME_LABEL: name,
+                    ZONE: zone,
+                    HOST: name,
                     "kubernetes.io/os": "linux",
                     "kubernetes.io/arch": "amd64",
                     "type": "kwok",
@@ -175,44 +188,53 @@ def spread_deployment(
     *,
     node_selector: Mapping[str, str],
     max_skew: int = 1,
-    topology_key: str = ZONE_LABEL,
+    topology_key: str = ZONE,
     when_unsatisfiable: str = "DoNotSchedule",
     cpu: str = "100m",
     spread: bool = True,
 ) -> dict[str, Any]:
-    """A Deployment of `app=<name>` pods with a topology spread constraint (unless spread=False)."""
-    labels = {"app": name}
-    pod_spec: dict[str, Any] = {
-        "nodeSelector": dict(node_selector),
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [
-            {
-                "name": "app",
-                "image": "registry.invalid/respread/fake:1",  # never pulled: kwok fakes it
-                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-            }
-        ],
-    }
-    if spread:
-        pod_spec["topologySpreadConstraints"] = [
-            {
-                "maxSkew": max_skew,
-                "topologyKey": topology_key,
-                "whenUnsatisfiable": when_unsatisfiable,
-                "labelSelector": {"matchLabels": labels},
-            }
-        ]
+    """A Deployment of `app=<name>` pods with a topology spread constraint (unless spread=False),
+    as tests/support/manifests writes it: its namespace is the request's."""
+    spreads = constraint(
+        topology_key, sel(app=name), when=When(when_unsatisfiable), max_skew=max_skew
+    )
+    record = deployment(
+        name,
+        replicas,
+        constraints=(spreads,) if spread else (),
+        node_selector=node_selector,
+        requests=Resources(cpu=milli(cpu), memory=64 * 2**20),
+    )
+    body = manifest(record)
+    body["metadata"]["labels"] = {"app": name}
+    return body
+
+
+def zone_a_and_two_of_b(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -> set[str]:
+    """Of 9 pods spread 3/3/3, the ones whose going leaves 0/1/3 (a skew of 3): zone-a's
+    three and two of zone-b's (by name)."""
+    by_zone: dict[str, list[str]] = {"zone-a": [], "zone-b": [], "zone-c": []}
+    for pod in pods:
+        by_zone[node_zones[pod.spec.node_name]].append(pod.metadata.name)
+    return {*by_zone["zone-a"], *sorted(by_zone["zone-b"])[:2]}
+
+
+def cost_owners(pod: client.V1Pod) -> set[str]:
+    """The field managers owning a pod's pod-deletion-cost annotation (managedFields)."""
     return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-        },
+        m.manager
+        for m in pod.metadata.managed_fields or []
+        if f"f:{DELETION_COST}"
+        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
     }
+
+
+def costed_by(pods: list[client.V1Pod], policy: str, count: int) -> bool:
+    """Exactly ``count`` pods, each carrying ``policy``'s name beside the cost it wrote."""
+    notes = [p.metadata.annotations or {} for p in pods]
+    return len(pods) == count and all(
+        a.get(COST_POLICY) == policy and a.get(COST_WRITTEN) == a.get(DELETION_COST) for a in notes
+    )
 
 
 def pod_is_ready(pod: client.V1Pod) -> bool:
@@ -245,7 +267,7 @@ def wait_pods_ready(
 def zone_of_nodes(core: client.CoreV1Api, selector: Mapping[str, str]) -> dict[str, str]:
     label_selector = ",".join(f"{k}={v}" for k, v in selector.items())
     nodes = core.list_node(label_selector=label_selector).items
-    return {n.metadata.name: n.metadata.labels[ZONE_LABEL] for n in nodes}
+    return {n.metadata.name: n.metadata.labels[ZONE] for n in nodes}
 
 
 def pods_per_zone(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -> Counter[str]:
@@ -262,16 +284,72 @@ def skew(counts: Mapping[str, int]) -> int:
     return max(counts.values()) - min(counts.values())
 
 
-# ---- RebalancePolicy status -------------------------------------------------------------------
+# ---- leader election -------------------------------------------------------------------------
 
-POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL = "respread.io", "v1alpha1", "rebalancepolicies"
+LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
+
+
+def lease_holder(coordination: client.CoordinationV1Api) -> str:
+    """The identity holding the operator's Lease ('' when none does or there is no Lease)."""
+    try:
+        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if not_found(err):
+            return ""
+        raise
+    return str(lease.spec.holder_identity or "")
+
+
+def forget_lease(coordination: client.CoordinationV1Api) -> None:
+    """Delete the Lease: one left by an earlier test would hold a dead identity for a whole
+    lease duration."""
+    try:
+        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
+    except ApiException as err:
+        if not not_found(err):
+            raise
+
+
+# ---- RebalancePolicy ----------------------------------------------------------------------------
+
+
+def rebalance_policy(name: str, namespace: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A RebalancePolicy scanning every 10 s, over ``namespace`` when given; ``spec`` adds to
+    its spec or replaces those two."""
+    base: dict[str, Any] = {"schedule": {"interval": "10s"}}
+    if namespace is not None:
+        base["selector"] = {"namespaces": {"include": [namespace]}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "RebalancePolicy",
+        "metadata": {"name": name},
+        "spec": {**base, **spec},
+    }
+
+
+def create_policy(
+    custom: client.CustomObjectsApi, name: str, namespace: str | None = None, **spec: Any
+) -> None:
+    custom.create_cluster_custom_object(
+        GROUP, VERSION, PLURAL, rebalance_policy(name, namespace, **spec)
+    )
+
+
+@contextmanager
+def policy(
+    custom: client.CustomObjectsApi, name: str, namespace: str | None = None, **spec: Any
+) -> Iterator[str]:
+    """The policy ``rebalance_policy`` writes, for the block; deleted after (if still there)."""
+    create_policy(custom, name, namespace, **spec)
+    try:
+        yield name
+    finally:
+        delete_policy(custom, name)
 
 
 def status_of(custom: client.CustomObjectsApi, name: str) -> dict[str, Any]:
     """A RebalancePolicy's status ({} before its first scan)."""
-    obj: dict[str, Any] = custom.get_cluster_custom_object(
-        POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL, name
-    )
+    obj: dict[str, Any] = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
     return obj.get("status") or {}
 
 
@@ -318,3 +396,50 @@ def delete_policy(custom: client.CustomObjectsApi, name: str) -> None:
     except ApiException as err:
         if err.status != 404:
             raise
+
+
+# ---- credentials ------------------------------------------------------------------------------
+
+
+def token_kubeconfig(
+    server: str,
+    ca_file: Path,
+    api: client.ApiClient,
+    namespace: str,
+    account: str,
+    path: Path,
+    hours: int = 1,
+) -> Path:
+    """A kubeconfig for the service account namespace/account with a bound token from the
+    TokenRequest API: whoever uses it has that account's RBAC and nothing more."""
+    token = (
+        client.CoreV1Api(api)
+        .create_namespaced_service_account_token(
+            account,
+            namespace,
+            client.AuthenticationV1TokenRequest(
+                spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=hours * 3600)
+            ),
+        )
+        .status.token
+    )
+    user = f"system:serviceaccount:{namespace}:{account}"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "respread-test",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "respread-test", "user": user}}],
+        "current-context": user,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

@@ -16,7 +16,6 @@ Fixtures (import them into a test module to use them):
 
 from __future__ import annotations
 
-import base64
 import signal
 import subprocess
 import sys
@@ -28,9 +27,10 @@ from typing import Any
 import pytest
 import yaml
 from kube_harness import ControlPlane
-from kube_helpers import wait_for
+from kube_helpers import token_kubeconfig, wait_for
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
+from tests.support.processes import stop
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATOR_NAMESPACE, OPERATOR_SA = "respread-system", "respread"
@@ -57,13 +57,7 @@ class OperatorProcess:
             self.proc.wait(20)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc)
         if self.proc.returncode not in (0, -15, -9):
             print(self.text()[-4000:])
 
@@ -126,36 +120,16 @@ def operator_kubeconfig(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Path:
     """A kubeconfig for the operator's service account (a bound token, valid for 6 hours)."""
-    core = client.CoreV1Api(api_client)
-    token = core.create_namespaced_service_account_token(
-        OPERATOR_SA,
-        OPERATOR_NAMESPACE,
-        client.AuthenticationV1TokenRequest(
-            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=6 * 3600)
-        ),
-    ).status.token
     user = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SA}"
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "respread-test",
-                "cluster": {
-                    "server": control_plane.server,
-                    "certificate-authority-data": base64.b64encode(
-                        control_plane.ca_file.read_bytes()
-                    ).decode(),
-                },
-            }
-        ],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": user, "context": {"cluster": "respread-test", "user": user}}],
-        "current-context": user,
-    }
-    path = tmp_path_factory.mktemp("operator") / "respread-sa.kubeconfig"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
+    path = token_kubeconfig(
+        control_plane.server,
+        control_plane.ca_file,
+        api_client,
+        OPERATOR_NAMESPACE,
+        OPERATOR_SA,
+        tmp_path_factory.mktemp("operator") / "respread-sa.kubeconfig",
+        hours=6,
+    )
     # The token works, and it is the service account's, with deploy/'s permissions only.
     review = client.AuthorizationV1Api(api_client).create_subject_access_review(
         client.V1SubjectAccessReview(

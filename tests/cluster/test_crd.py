@@ -38,6 +38,7 @@ from respread.inputs.policy import (
 )
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
+from respread.report.contract import status_json
 from respread.report.status import build_status
 
 pytestmark = pytest.mark.cluster
@@ -601,7 +602,7 @@ def test_the_status_the_operator_builds_is_stored_without_loss(
     report = build_report(
         analysis, plan(analysis, DEFAULT_POLICY, now=now.timestamp()), DEFAULT_POLICY
     )
-    status = build_status(report, DEFAULT_POLICY, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    status = status_json(build_status(report, DEFAULT_POLICY, now.strftime("%Y-%m-%dT%H:%M:%SZ")))
     assert status["violations"], "every example has a violation to report"
 
     name = policies.create(policies.manifest({}))["metadata"]["name"]

@@ -21,28 +21,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_harness import ControlPlane
 from kube_helpers import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    FakeNodes,
+    COSTS_ONLY,
+    UNEQUAL_ZONES,
     create_namespace,
+    create_policy,
+    delete_policy,
     pods_per_zone,
     scanned_after,
     skew,
     spread_deployment,
     wait_for,
     wait_pods_ready,
-    zone_of_nodes,
 )
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
-ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
 STEPS = (6, 9, 4, 8, 3, 9, 5, 7, 2)  # from 9: down, up, down, ...
 
 
@@ -71,44 +68,22 @@ def zones(counts: Mapping[str, int]) -> str:
 
 
 def test_hpa_like_scaling_keeps_max_skew_with_the_operators_costs(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
+    custom, core_v1, apps_v1, namespace = scene.custom, scene.core, scene.apps, scene.namespace
     plain_ns = f"{namespace}-plain"[:63]
     create_namespace(core_v1, plain_ns)
     where = {"ordered": namespace, "plain": plain_ns}
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    node_zones = scene.zones(UNEQUAL_ZONES)
     name = f"rbp-{namespace}"
     try:
         for app, ns in where.items():
             apps_v1.create_namespaced_deployment(
-                ns, spread_deployment(app, 9, node_selector=fake_nodes.node_selector)
+                ns, spread_deployment(app, 9, node_selector=scene.nodes.node_selector)
             )
         for app, ns in where.items():
             wait_pods_ready(core_v1, ns, f"app={app}", 9)
-        custom.create_cluster_custom_object(
-            GROUP,
-            VERSION,
-            PLURAL,
-            {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": name},
-                "spec": {
-                    "mode": "Enforce",
-                    "schedule": {"interval": "10s"},
-                    "selector": {"namespaces": {"include": [namespace]}},
-                    "remediation": {"evict": False, "deletionCost": {"enabled": True}},
-                },
-            },
-        )
+        create_policy(custom, name, namespace, mode="Enforce", remediation=COSTS_ONLY)
         measured: dict[str, list[dict[str, int]]] = {"ordered": [], "plain": []}
         replicas = 9
         for target in STEPS:
@@ -134,9 +109,5 @@ def test_hpa_like_scaling_keeps_max_skew_with_the_operators_costs(
             assert skew(counts) <= 1, measured["ordered"]
         assert "Traceback" not in operator.read_text(errors="replace")
     finally:
-        try:
-            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
+        delete_policy(custom, name)
         core_v1.delete_namespace(plain_ns, propagation_policy="Background")

@@ -18,19 +18,17 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from kube_harness import ControlPlane
 from kube_helpers import (
-    FakeNodes,
-    list_pods,
+    COSTS_ONLY,
+    UNEQUAL_ZONES,
+    cost_owners,
     pods_per_zone,
     scanned_after,
     skew,
-    spread_deployment,
     wait_for,
-    wait_pods_ready,
-    zone_of_nodes,
 )
 from kubernetes import client
+from scene import Scene
 
 from respread.analysis.groups import analyze
 from respread.core.annotations import DELETION_COST, FIELD_MANAGER
@@ -47,8 +45,6 @@ from respread.remedies.cost.order import plan_costs
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
-
-ZONES = {"zone-a": 3, "zone-b": 1, "zone-c": 1}
 
 
 def respread_writes_costs(
@@ -80,62 +76,38 @@ def respread_writes_costs(
     return len(mine)
 
 
-def scale(apps: client.AppsV1Api, namespace: str, name: str, replicas: int) -> None:
-    apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": replicas}})
-
-
 def zone_counts(
-    core: client.CoreV1Api, namespace: str, app: str, replicas: int, node_zones: dict[str, str]
+    scene: Scene, app: str, replicas: int, node_zones: dict[str, str]
 ) -> dict[str, int]:
-    pods = wait_pods_ready(core, namespace, f"app={app}", replicas)
-    return dict(pods_per_zone(pods, node_zones))
+    return dict(pods_per_zone(scene.ready(app, replicas), node_zones))
 
 
-def test_scale_in_keeps_max_skew_with_respread_costs(
-    e2e_cluster: ControlPlane,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-) -> None:
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+def test_scale_in_keeps_max_skew_with_respread_costs(scene: Scene) -> None:
+    node_zones = scene.zones(UNEQUAL_ZONES)
     for app in ("plain", "ordered"):
-        apps_v1.create_namespaced_deployment(
-            namespace, spread_deployment(app, 9, node_selector=fake_nodes.node_selector)
-        )
+        scene.deploy(app, 9)
     measured: dict[str, list[dict[str, int]]] = {"plain": [], "ordered": []}
     for app in ("plain", "ordered"):
-        counts = zone_counts(core_v1, namespace, app, 9, node_zones)
+        counts = zone_counts(scene, app, 9, node_zones)
         assert skew(counts) <= 1, counts  # the scheduler spread them
         measured[app].append(counts)
 
     # respread writes a cost on each of the ordered Deployment's pods, as its field manager
-    assert respread_writes_costs(api_client, namespace, "ordered") == 9
-    for pod in list_pods(core_v1, namespace, "app=ordered"):
+    assert respread_writes_costs(scene.api, scene.namespace, "ordered") == 9
+    for pod in scene.pods("ordered"):
         assert DELETION_COST in (pod.metadata.annotations or {})
-        owners = {
-            m.manager
-            for m in pod.metadata.managed_fields or []
-            if f"f:{DELETION_COST}"
-            in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
-        }
-        assert owners == {FIELD_MANAGER}
-    assert not any(
-        DELETION_COST in (p.metadata.annotations or {})
-        for p in list_pods(core_v1, namespace, "app=plain")
-    )
+        assert cost_owners(pod) == {FIELD_MANAGER}
+    assert not any(DELETION_COST in (p.metadata.annotations or {}) for p in scene.pods("plain"))
 
     # 9 -> 6 -> 3, respread passing before each change; then another client scales up to 9
     # (new pods without costs) and down to 4.
     for replicas in (6, 3, 9, 4):
         if replicas < 9:
-            respread_writes_costs(api_client, namespace, "ordered")
+            respread_writes_costs(scene.api, scene.namespace, "ordered")
         for app in ("plain", "ordered"):
-            scale(apps_v1, namespace, app, replicas)
+            scene.scale(app, replicas)
         for app in ("plain", "ordered"):
-            measured[app].append(zone_counts(core_v1, namespace, app, replicas, node_zones))
+            measured[app].append(zone_counts(scene, app, replicas, node_zones))
 
     for app, steps in measured.items():
         print(f"{app}: " + " -> ".join(f"{sum(c.values())} {sorted(c.items())}" for c in steps))
@@ -143,52 +115,32 @@ def test_scale_in_keeps_max_skew_with_respread_costs(
         assert skew(counts) <= 1, measured["ordered"]
 
 
-def costs_one_zone_first(
-    core: client.CoreV1Api, namespace: str, node_zones: dict[str, str]
-) -> None:
+def costs_one_zone_first(scene: Scene, node_zones: dict[str, str]) -> None:
     """Costs that remove zone-a's pods first, then zone-b's, then zone-c's (1, 2, 3, ...), under
     respread's field manager: what an order written for other counts, or by hand, leaves."""
-    pods = sorted(
-        list_pods(core, namespace, "app=web"),
-        key=lambda p: (node_zones[p.spec.node_name], p.metadata.name),
-    )
+    pods = sorted(scene.pods("web"), key=lambda p: (node_zones[p.spec.node_name], p.metadata.name))
     for cost, p in enumerate(pods, start=1):
-        core.patch_namespaced_pod(
-            p.metadata.name,
-            namespace,
-            {"metadata": {"annotations": {DELETION_COST: str(cost)}}},
-            field_manager=FIELD_MANAGER,
-        )
+        scene.cost(p.metadata.name, str(cost), field_manager=FIELD_MANAGER)
 
 
-def test_an_order_written_partly_is_followed_from_its_head(
-    e2e_cluster: ControlPlane,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-) -> None:
+def test_an_order_written_partly_is_followed_from_its_head(scene: Scene) -> None:
     """maxPatchesPerScan 2 over 9 pods whose old costs empty one zone first: one pass writes 2
     of the 9 costs the new order needs, and a scale-in of 2 right after it takes exactly those
     (the head of the new order), not the pods the old costs put first."""
-    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
-    )
-    assert skew(zone_counts(core_v1, namespace, "web", 9, node_zones)) == 0
-    costs_one_zone_first(core_v1, namespace, node_zones)
-    scale(apps_v1, namespace, "web", 7)
-    old = zone_counts(core_v1, namespace, "web", 7, node_zones)
+    node_zones = scene.zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
+    scene.deploy("web", 9)
+    assert skew(zone_counts(scene, "web", 9, node_zones)) == 0
+    costs_one_zone_first(scene, node_zones)
+    scene.scale("web", 7)
+    old = zone_counts(scene, "web", 7, node_zones)
     assert skew(old) == 2, old  # the old costs alone: two of zone-a's three pods went
 
-    scale(apps_v1, namespace, "web", 9)  # the scheduler puts both back in zone-a
-    assert skew(zone_counts(core_v1, namespace, "web", 9, node_zones)) == 0
-    costs_one_zone_first(core_v1, namespace, node_zones)
-    assert respread_writes_costs(api_client, namespace, "web", cap=2) == 2
-    scale(apps_v1, namespace, "web", 7)
-    partly = zone_counts(core_v1, namespace, "web", 7, node_zones)
+    scene.scale("web", 9)  # the scheduler puts both back in zone-a
+    assert skew(zone_counts(scene, "web", 9, node_zones)) == 0
+    costs_one_zone_first(scene, node_zones)
+    assert respread_writes_costs(scene.api, scene.namespace, "web", cap=2) == 2
+    scene.scale("web", 7)
+    partly = zone_counts(scene, "web", 7, node_zones)
     print(
         f"9 -> 7 with the old costs: {sorted(old.items())}; 2 of 9 costs written: "
         f"{sorted(partly.items())}"
@@ -196,116 +148,55 @@ def test_an_order_written_partly_is_followed_from_its_head(
     assert skew(partly) <= 1, partly
 
 
-def test_a_cost_written_by_another_manager_is_left_alone(
-    e2e_cluster: ControlPlane,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-) -> None:
-    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1})
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 4, node_selector=fake_nodes.node_selector)
-    )
-    pods = wait_pods_ready(core_v1, namespace, "app=web", 4)
+def test_a_cost_written_by_another_manager_is_left_alone(scene: Scene) -> None:
+    scene.nodes.create_zones({"zone-a": 1, "zone-b": 1})
+    scene.deploy("web", 4)
+    pods = scene.ready("web", 4)
     victim = pods[0].metadata.name
-    core_v1.patch_namespaced_pod(
-        victim,
-        namespace,
-        {"metadata": {"annotations": {DELETION_COST: "7"}}},
-        field_manager="someone-else",
-    )
+    scene.cost(victim, "7", field_manager="someone-else")
     wait_for(
         lambda: (
             DELETION_COST
-            in (core_v1.read_namespaced_pod(victim, namespace).metadata.annotations or {})
+            in (scene.core.read_namespaced_pod(victim, scene.namespace).metadata.annotations or {})
         ),
         30,
         "the other manager's cost",
     )
-    assert respread_writes_costs(api_client, namespace, "web") == 0  # a conflict: left alone
-    after = {
-        p.metadata.name: (p.metadata.annotations or {})
-        for p in list_pods(core_v1, namespace, "app=web")
-    }
+    assert respread_writes_costs(scene.api, scene.namespace, "web") == 0  # a conflict: left alone
+    after = {p.metadata.name: (p.metadata.annotations or {}) for p in scene.pods("web")}
     assert after[victim][DELETION_COST] == "7"
     assert sum(DELETION_COST in a for a in after.values()) == 1
 
 
-def cost_owners(pod: client.V1Pod) -> set[str]:
-    return {
-        m.manager
-        for m in pod.metadata.managed_fields or []
-        if f"f:{DELETION_COST}"
-        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
-    }
-
-
 def test_the_operator_in_enforce_writes_the_costs_and_a_scale_in_keeps_max_skew(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
-    )
-    wait_pods_ready(core_v1, namespace, "app=web", 9)
-    name = f"rbp-{namespace}"
-    custom.create_cluster_custom_object(
-        "respread.io",
-        "v1alpha1",
-        "rebalancepolicies",
-        {
-            "apiVersion": "respread.io/v1alpha1",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": "Enforce",
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaces": {"include": [namespace]}},
-                "remediation": {"evict": False, "deletionCost": {"enabled": True}},
-            },
-        },
-    )
-    try:
+    node_zones = scene.zones(UNEQUAL_ZONES)
+    scene.deploy("web", 9)
+    scene.ready("web", 9)
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="Enforce", remediation=COSTS_ONLY):
 
         def costed() -> bool:
-            pods = list_pods(core_v1, namespace, "app=web")
+            pods = scene.pods("web")
             return len(pods) == 9 and all(cost_owners(p) == {FIELD_MANAGER} for p in pods)
 
         wait_for(costed, 90, "the operator's pod-deletion-cost on every pod")
         for replicas in (6, 3):
-            scale(apps_v1, namespace, "web", replicas)
-            counts = zone_counts(core_v1, namespace, "web", replicas, node_zones)
+            scene.scale("web", replicas)
+            counts = zone_counts(scene, "web", replicas, node_zones)
             assert skew(counts) <= 1, counts
             since = time.time()
-            wait_for(partial(scanned_after, custom, name, since), 60, "a scan after the scale-in")
+            scanned = partial(scanned_after, scene.custom, name, since)
+            wait_for(scanned, 60, "a scan after the scale-in")
         assert "Traceback" not in operator.read_text(errors="replace")
-    finally:
-        custom.delete_cluster_custom_object("respread.io", "v1alpha1", "rebalancepolicies", name)
 
 
-def test_a_write_is_skipped_when_the_pod_changed_since_the_scan(
-    e2e_cluster: ControlPlane,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-) -> None:
-    fake_nodes.create_zones({"zone-a": 1})
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 1, node_selector=fake_nodes.node_selector)
-    )
-    (pod,) = wait_pods_ready(core_v1, namespace, "app=web", 1)
+def test_a_write_is_skipped_when_the_pod_changed_since_the_scan(scene: Scene) -> None:
+    api_client, core_v1, namespace = scene.api, scene.core, scene.namespace
+    scene.nodes.create_zones({"zone-a": 1})
+    scene.deploy("web", 1)
+    (pod,) = scene.ready("web", 1)
     name, uid = pod.metadata.name, pod.metadata.uid
 
     def write(**changes: object) -> CostResult:
@@ -324,9 +215,7 @@ def test_a_write_is_skipped_when_the_pod_changed_since_the_scan(
     assert cost() == "5"
     assert write(expected=5, cost=2) is CostResult.WRITTEN  # respread's own cost: rewritten
     assert cost() == "2"
-    core_v1.patch_namespaced_pod(
-        name, namespace, {"metadata": {"annotations": {DELETION_COST: "9"}}}, field_manager="hpa"
-    )
+    scene.cost(name, "9", field_manager="hpa")
     assert write(expected=9, cost=1) is CostResult.SKIPPED  # now owned by another manager
     assert cost() == "9"
     assert write(expected=9, cost=1, take_over=True) is CostResult.WRITTEN

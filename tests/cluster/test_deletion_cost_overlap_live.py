@@ -15,43 +15,36 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_harness import AuditLog, ControlPlane
+from kube_harness import AuditLog
 from kube_helpers import (
-    GROUP,
     OPERATOR_USER,
-    PLURAL,
-    VERSION,
-    FakeNodes,
+    costed_by,
+    create_policy,
     delete_policy,
-    list_pods,
     scanned_after,
-    spread_deployment,
-    status_of,
     wait_for,
-    wait_pods_ready,
 )
 from kubernetes import client
+from scene import Scene
 
-from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST
+from respread.core.annotations import COST_POLICY
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 
 
-def policy_body(name: str, namespace: str, **deletion_cost: Any) -> dict[str, Any]:
+def costing(scene: Scene, name: str, **deletion_cost: Any) -> None:
+    """An Enforce policy writing pod-deletion-costs (``deletionCost``'s fields, and ``when``:
+    the constraints it orders for) in the scene's namespace, and evicting nothing."""
     when = deletion_cost.pop("when", ["DoNotSchedule"])
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "RebalancePolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "mode": "Enforce",
-            "schedule": {"interval": "10s"},
-            "selector": {"namespaces": {"include": [namespace]}},
-            "constraints": {"whenUnsatisfiable": when},
-            "remediation": {"evict": False, "deletionCost": {"enabled": True, **deletion_cost}},
-        },
-    }
+    create_policy(
+        scene.custom,
+        name,
+        scene.namespace,
+        mode="Enforce",
+        constraints={"whenUnsatisfiable": when},
+        remediation={"evict": False, "deletionCost": {"enabled": True, **deletion_cost}},
+    )
 
 
 def pod_patches(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:
@@ -74,33 +67,17 @@ def named_in(patch: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def costed_by(core: client.CoreV1Api, namespace: str, policy: str, count: int) -> bool:
-    pods = list_pods(core, namespace, "app=web")
-    return len(pods) == count and all(
-        (p.metadata.annotations or {}).get(COST_POLICY) == policy
-        and (p.metadata.annotations or {}).get(COST_WRITTEN)
-        == (p.metadata.annotations or {}).get(DELETION_COST)
-        for p in pods
-    )
-
-
-def costs_written(
-    core: client.CoreV1Api,
-    custom: client.CustomObjectsApi,
-    namespace: str,
-    policy: str,
-    count: int,
-    what: str,
-) -> None:
+def costs_written(scene: Scene, policy: str, count: int, what: str) -> None:
     """Every pod carries the policy's cost, and the scan that wrote them has ended.
 
     A scan writes its patches one by one in removal order: the new pods of a scale-up may get
     their costs before the old pods it reorders do, so every pod can look costed while the
     scan is still writing. Scans of one policy never overlap: once a scan begun after that has
     written the status, the writing scan is over."""
-    wait_for(partial(costed_by, core, namespace, policy, count), 90, what, 0.5)
+    wait_for(lambda: costed_by(scene.pods("web"), policy, count), 90, what, 0.5)
     since = time.time()
-    wait_for(partial(scanned_after, custom, policy, since), 60, f"{policy}: a scan after {what}")
+    scanned = partial(scanned_after, scene.custom, policy, since)
+    wait_for(scanned, 60, f"{policy}: a scan after {what}")
 
 
 def scans(custom: client.CustomObjectsApi, names: list[str], count: int) -> dict[str, Any]:
@@ -114,43 +91,24 @@ def scans(custom: client.CustomObjectsApi, names: list[str], count: int) -> dict
 
 
 def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 6, node_selector=fake_nodes.node_selector)
-    )
-    wait_pods_ready(core_v1, namespace, "app=web", 6)
+    custom, audit_log, namespace = scene.custom, scene.audit, scene.namespace
+    scene.nodes.create_zones({"zone-a": 1, "zone-b": 1, "zone-c": 1})
+    scene.deploy("web", 6)
+    scene.ready("web", 6)
     owner, other = f"b-{namespace}", f"a-{namespace}"  # the other is first by name
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(owner, namespace))
+    costing(scene, owner)
     try:
-        costs_written(core_v1, custom, namespace, owner, 6, "the owner's costs")
-        custom.create_cluster_custom_object(
-            GROUP,
-            VERSION,
-            PLURAL,
-            policy_body(
-                other,
-                namespace,
-                maxPatchesPerScan=1,
-                takeOver=True,
-                when=["DoNotSchedule", "ScheduleAnyway"],
-            ),
-        )
+        costs_written(scene, owner, 6, "the owner's costs")
+        when = ["DoNotSchedule", "ScheduleAnyway"]
+        costing(scene, other, maxPatchesPerScan=1, takeOver=True, when=when)
         mark = audit_log.mark()
         statuses = scans(custom, [owner, other], 3)
         patches = pod_patches(audit_log, mark, namespace)
         print(f"pod patches over 3 scans of both policies: {len(patches)}")
         assert patches == [], [named_in(p) for p in patches]
-        assert costed_by(core_v1, namespace, owner, 6)
+        assert costed_by(scene.pods("web"), owner, 6)
         overlap = statuses[other]["deletionCost"]
         assert overlap["overlaps"] == 6, overlap
         (example,) = overlap["overlapping"]
@@ -160,11 +118,9 @@ def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
 
         # a scale-up: the new pods carry no name; the owner of their ReplicaSet writes them
         mark = audit_log.mark()
-        apps_v1.patch_namespaced_deployment_scale(
-            namespace=namespace, name="web", body={"spec": {"replicas": 9}}
-        )
-        wait_pods_ready(core_v1, namespace, "app=web", 9)
-        costs_written(core_v1, custom, namespace, owner, 9, "the new pods' costs")
+        scene.scale("web", 9)
+        scene.ready("web", 9)
+        costs_written(scene, owner, 9, "the new pods' costs")
         written = pod_patches(audit_log, mark, namespace)
         print(
             f"pod patches after the scale-up: {len(written)}, naming {set(map(named_in, written))}"
@@ -174,7 +130,7 @@ def test_two_policies_over_one_deployment_one_owner_and_no_flapping(
         statuses = scans(custom, [owner, other], 3)
         assert pod_patches(audit_log, mark, namespace) == []
         assert statuses[other]["deletionCost"]["overlaps"] == 9
-        assert status_of(custom, other)["deletionCost"]["written"] == 0
+        assert scene.status(other)["deletionCost"]["written"] == 0
         assert "Traceback" not in operator.read_text(errors="replace")
     finally:
         delete_policy(custom, other)

@@ -16,25 +16,24 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from kube_harness import ControlPlane
 from kube_helpers import (
+    COSTS_ONLY,
     GROUP,
     PLURAL,
     VERSION,
-    FakeNodes,
+    cost_owners,
+    costed_by,
+    create_policy,
     delete_policy,
-    list_pods,
     scanned_after,
-    spread_deployment,
-    status_of,
     wait_for,
-    wait_pods_ready,
 )
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
 from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, FIELD_MANAGER
 from respread.kube.annotations import CostResult, write_cost
@@ -49,49 +48,23 @@ pytest_plugins = ["operator_fixtures"]  # the fixtures crd and operator
 RESPREAD_KEYS = (DELETION_COST, COST_POLICY, COST_WRITTEN)
 
 
-def policy_body(
-    name: str, namespace: str, *, mode: str = "Enforce", enabled: bool = True
-) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "RebalancePolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "mode": mode,
-            "schedule": {"interval": "10s"},
-            "selector": {"namespaces": {"include": [namespace]}},
-            "remediation": {"evict": False, "deletionCost": {"enabled": enabled}},
-        },
-    }
+def costing(scene: Scene, name: str, mode: str = "Enforce") -> None:
+    """A policy writing pod-deletion-costs (and evicting nothing) in the scene's namespace."""
+    create_policy(scene.custom, name, scene.namespace, mode=mode, remediation=COSTS_ONLY)
 
 
-def cost_owners(pod: client.V1Pod) -> set[str]:
-    return {
-        m.manager
-        for m in pod.metadata.managed_fields or []
-        if f"f:{DELETION_COST}"
-        in ((m.fields_v1 or {}).get("f:metadata") or {}).get("f:annotations", {})
-    }
-
-
-def annotations(core: client.CoreV1Api, namespace: str) -> dict[str, dict[str, str]]:
+def annotations(scene: Scene) -> dict[str, dict[str, str]]:
     return {
         p.metadata.name: {
             k: v for k, v in (p.metadata.annotations or {}).items() if k in RESPREAD_KEYS
         }
-        for p in list_pods(core, namespace, "app=web")
+        for p in scene.pods("web")
     }
 
 
-def all_costed_by(core: client.CoreV1Api, namespace: str, policy: str, count: int) -> bool:
-    pods = list_pods(core, namespace, "app=web")
-    return len(pods) == count and all(
-        cost_owners(p) == {FIELD_MANAGER}
-        and (p.metadata.annotations or {}).get(COST_POLICY) == policy
-        and (p.metadata.annotations or {}).get(COST_WRITTEN)
-        == (p.metadata.annotations or {}).get(DELETION_COST)
-        for p in pods
-    )
+def all_costed_by(scene: Scene, policy: str, count: int) -> bool:
+    pods = scene.pods("web")
+    return costed_by(pods, policy, count) and all(cost_owners(p) == {FIELD_MANAGER} for p in pods)
 
 
 def finalizers(custom: client.CustomObjectsApi, name: str) -> list[str] | None:
@@ -120,30 +93,18 @@ def policy_events(core: client.CoreV1Api, name: str, reason: str) -> list[client
     ]
 
 
-def set_enabled(custom: client.CustomObjectsApi, name: str, enabled: bool) -> None:
-    custom.patch_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        name,
-        {"spec": {"remediation": {"deletionCost": {"enabled": enabled}}}},
-    )
+def set_enabled(scene: Scene, name: str, enabled: bool) -> None:
+    scene.patch_policy(name, remediation={"deletionCost": {"enabled": enabled}})
 
 
-def set_namespaces(custom: client.CustomObjectsApi, name: str, include: list[str]) -> None:
-    custom.patch_cluster_custom_object(
-        GROUP, VERSION, PLURAL, name, {"spec": {"selector": {"namespaces": {"include": include}}}}
-    )
+def set_namespaces(scene: Scene, name: str, include: list[str]) -> None:
+    scene.patch_policy(name, selector={"namespaces": {"include": include}})
 
 
-def web(
-    namespace: str, fake_nodes: FakeNodes, core: client.CoreV1Api, apps: client.AppsV1Api, n: int
-) -> list[client.V1Pod]:
-    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1})
-    apps.create_namespaced_deployment(
-        namespace, spread_deployment("web", n, node_selector=fake_nodes.node_selector)
-    )
-    return wait_pods_ready(core, namespace, "app=web", n)
+def web(scene: Scene, n: int) -> list[client.V1Pod]:
+    scene.nodes.create_zones({"zone-a": 1, "zone-b": 1})
+    scene.deploy("web", n)
+    return scene.ready("web", n)
 
 
 def wait(predicate: Callable[[], object], message: str, timeout: float = 90) -> None:
@@ -151,41 +112,25 @@ def wait(predicate: Callable[[], object], message: str, timeout: float = 90) -> 
 
 
 def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    web(namespace, fake_nodes, core_v1, apps_v1, 4)
+    custom, core_v1, namespace = scene.custom, scene.core, scene.namespace
+    web(scene, 4)
     # a pod whose cost another manager wrote, never respread's (its Deployment is not spread)
-    apps_v1.create_namespaced_deployment(
-        namespace,
-        spread_deployment("other", 1, node_selector=fake_nodes.node_selector, spread=False),
-    )
-    (other,) = wait_pods_ready(core_v1, namespace, "app=other", 1)
-    other = core_v1.patch_namespaced_pod(
-        other.metadata.name,
-        namespace,
-        {"metadata": {"annotations": {DELETION_COST: "5"}}},
-        field_manager="someone-else",
-    )
+    scene.deploy("other", 1, spread=False)
+    (other,) = scene.ready("other", 1)
+    other = scene.cost(other.metadata.name, "5", field_manager="someone-else")
     name = f"rbp-{namespace}"
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(name, namespace))
+    costing(scene, name)
     try:
-        wait(
-            partial(all_costed_by, core_v1, namespace, name, 4), "the costs, with the policy's name"
-        )
+        wait(partial(all_costed_by, scene, name, 4), "the costs, with the policy's name")
         assert FINALIZER in (finalizers(custom, name) or [])
         wait(lambda: policy_events(core_v1, name, "DeletionCostUpdated"), "an Event for the writes")
 
         # (b) the remedy switched off: every cost goes, and the finalizer with them
-        set_enabled(custom, name, False)
+        set_enabled(scene, name, False)
         wait(
-            lambda: not any(annotations(core_v1, namespace).values()),
+            lambda: not any(annotations(scene).values()),
             "the costs taken back once deletionCost is off",
         )
         wait(lambda: FINALIZER not in (finalizers(custom, name) or []), "the finalizer removed")
@@ -194,28 +139,23 @@ def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
         assert st["deletionCost"]["managed"] == 0, st["deletionCost"]
 
         # written again; the namespace leaves the policy's selector: its pods' costs go
-        set_enabled(custom, name, True)
-        wait(partial(all_costed_by, core_v1, namespace, name, 4), "the costs written again")
-        set_namespaces(custom, name, ["elsewhere"])
+        set_enabled(scene, name, True)
+        wait(partial(all_costed_by, scene, name, 4), "the costs written again")
+        set_namespaces(scene, name, ["elsewhere"])
         wait(
-            lambda: not any(annotations(core_v1, namespace).values()),
+            lambda: not any(annotations(scene).values()),
             "the costs taken back once the namespace is out of the policy's scope",
         )
-        set_namespaces(custom, name, [namespace])
-        wait(partial(all_costed_by, core_v1, namespace, name, 4), "the costs written again")
+        set_namespaces(scene, name, [namespace])
+        wait(partial(all_costed_by, scene, name, 4), "the costs written again")
         # another manager sets one pod's cost: that one is theirs now
-        victim = sorted(annotations(core_v1, namespace))[0]
-        core_v1.patch_namespaced_pod(
-            victim,
-            namespace,
-            {"metadata": {"annotations": {DELETION_COST: "77"}}},
-            field_manager="someone-else",
-        )
+        victim = sorted(annotations(scene))[0]
+        scene.cost(victim, "77", field_manager="someone-else")
 
         # (a) the policy deleted: held by the finalizer until its costs are taken back
         delete_policy(custom, name)
         wait(partial(gone, custom, name), "the policy gone once its costs are taken back")
-        after = annotations(core_v1, namespace)
+        after = annotations(scene)
         assert after[victim] == {DELETION_COST: "77"}, after  # another manager's: left, untagged
         assert all(not a for pod, a in after.items() if pod != victim), after
         pod = core_v1.read_namespaced_pod(victim, namespace)
@@ -229,52 +169,38 @@ def test_switched_off_then_deleted_the_policy_takes_back_its_costs_and_no_other(
 
 
 def test_a_second_policy_keeps_the_costs_the_deleted_one_wrote(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    web(namespace, fake_nodes, core_v1, apps_v1, 4)
-    first, second = f"rbp-{namespace}-1", f"rbp-{namespace}-2"
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(first, namespace))
+    custom = scene.custom
+    web(scene, 4)
+    first, second = f"rbp-{scene.namespace}-1", f"rbp-{scene.namespace}-2"
+    costing(scene, first)
     try:
-        wait(partial(all_costed_by, core_v1, namespace, first, 4), "the first policy's costs")
-        costs = {p: a[DELETION_COST] for p, a in annotations(core_v1, namespace).items()}
-        custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(second, namespace))
+        wait(partial(all_costed_by, scene, first, 4), "the first policy's costs")
+        costs = {p: a[DELETION_COST] for p, a in annotations(scene).items()}
+        costing(scene, second)
         wait_for(partial(scanned_after, custom, second, time.time()), 60, "the second's scan")
         delete_policy(custom, first)
         wait(partial(gone, custom, first), "the first policy gone")
         # the costs stay, now under the second policy (it orders the same pods the same way)
-        wait(partial(all_costed_by, core_v1, namespace, second, 4), "the costs handed over")
-        assert {p: a[DELETION_COST] for p, a in annotations(core_v1, namespace).items()} == costs
+        wait(partial(all_costed_by, scene, second, 4), "the costs handed over")
+        assert {p: a[DELETION_COST] for p, a in annotations(scene).items()} == costs
         delete_policy(custom, second)
         wait(partial(gone, custom, second), "the second policy gone")
-        assert not any(annotations(core_v1, namespace).values())
+        assert not any(annotations(scene).values())
     finally:
         delete_policy(custom, first)
         delete_policy(custom, second)
 
 
-def test_dry_run_neither_writes_nor_takes_back_a_cost(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    pods = web(namespace, fake_nodes, core_v1, apps_v1, 4)
+def test_dry_run_neither_writes_nor_takes_back_a_cost(scene: Scene, operator: Path) -> None:
+    custom, namespace = scene.custom, scene.namespace
+    pods = web(scene, 4)
     name = f"rbp-{namespace}"
     # Costs this policy wrote earlier (as if it had been in Enforce): two of the four pods.
     for cost, p in enumerate(pods[:2], start=1):
         write = write_cost(
-            api_client,
+            scene.api,
             namespace,
             p.metadata.name,
             uid=p.metadata.uid,
@@ -284,56 +210,42 @@ def test_dry_run_neither_writes_nor_takes_back_a_cost(
             policy=name,
         )
         assert write.result is CostResult.WRITTEN, write
-    versions = {
-        p.metadata.name: p.metadata.resource_version
-        for p in list_pods(core_v1, namespace, "app=web")
-    }
-    custom.create_cluster_custom_object(
-        GROUP, VERSION, PLURAL, policy_body(name, namespace, mode="DryRun")
-    )
+    versions = {p.metadata.name: p.metadata.resource_version for p in scene.pods("web")}
+    costing(scene, name, mode="DryRun")
     try:
         for enabled in (True, False):  # the order reported; then the remedy off: still nothing
-            set_enabled(custom, name, enabled)
+            set_enabled(scene, name, enabled)
             since = time.time()
             wait_for(partial(scanned_after, custom, name, since), 60, "a scan")
             st = wait_for(partial(scanned_after, custom, name, time.time()), 60, "a second scan")
             assert st["deletionCost"]["managed"] == 2, st
             assert st["deletionCost"]["written"] == st["deletionCost"]["removed"] == 0, st
-            now = {
-                p.metadata.name: p.metadata.resource_version
-                for p in list_pods(core_v1, namespace, "app=web")
-            }
+            now = {p.metadata.name: p.metadata.resource_version for p in scene.pods("web")}
             assert now == versions  # no pod was patched
         assert FINALIZER not in (finalizers(custom, name) or [])
-        assert status_of(custom, name)["summary"]["evicted"] == 0
+        assert scene.status(name)["summary"]["evicted"] == 0
     finally:
         delete_policy(custom, name)
 
 
 def test_a_policy_deleted_while_the_operator_is_down_waits_for_it(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
+    custom = scene.custom
     first = operator_factory()
-    web(namespace, fake_nodes, core_v1, apps_v1, 4)
-    name = f"rbp-{namespace}"
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy_body(name, namespace))
+    web(scene, 4)
+    name = f"rbp-{scene.namespace}"
+    costing(scene, name)
     try:
-        wait(partial(all_costed_by, core_v1, namespace, name, 4), "the operator's costs")
+        wait(partial(all_costed_by, scene, name, 4), "the operator's costs")
         first.stop()
         delete_policy(custom, name)
         time.sleep(5)
         assert finalizers(custom, name) == [FINALIZER]  # held: nobody took the costs back
-        assert all(len(a) == 3 for a in annotations(core_v1, namespace).values())
+        assert all(len(a) == 3 for a in annotations(scene).values())
         second = operator_factory()
         wait(partial(gone, custom, name), "the policy gone once the operator is back")
-        assert not any(annotations(core_v1, namespace).values())
+        assert not any(annotations(scene).values())
         assert "Traceback" not in second.text()
     finally:
         delete_policy(custom, name)

@@ -21,19 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_harness import ControlPlane
-from kube_helpers import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    FakeNodes,
-    scanned_after,
-    spread_deployment,
-    wait_for,
-    wait_pods_ready,
-    zone_of_nodes,
-)
-from kubernetes import client
+from kube_helpers import scanned_after, wait_for
+from scene import Scene
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
@@ -62,22 +51,13 @@ def bare_pod(name: str, node: str, labels: dict[str, str], **extra: Any) -> dict
 
 
 def test_unusable_objects_are_left_out_and_reported_and_the_scan_goes_on(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones({"zone-a": 1, "zone-b": 1})
-    zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    custom, namespace = scene.custom, scene.namespace
+    zones = scene.zones({"zone-a": 1, "zone-b": 1})
     node_a = next(node for node, zone in zones.items() if zone == "zone-a")
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 4, node_selector=fake_nodes.node_selector)
-    )
-    wait_pods_ready(core_v1, namespace, "app=web", 4)
+    scene.deploy("web", 4)
+    scene.ready("web", 4)
 
     web = {"app": "web"}
     refused = {
@@ -104,25 +84,11 @@ def test_unusable_objects_are_left_out_and_reported_and_the_scan_goes_on(
         ),
     }
     for body in (*refused.values(), *usable.values()):
-        core_v1.create_namespaced_pod(namespace, body)  # the API server accepts every one
+        scene.core.create_namespaced_pod(namespace, body)  # the API server accepts every one
 
     name = f"rbp-{namespace}"
     started = time.time()
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaces": {"include": [namespace]}},
-            },
-        },
-    )
-    try:
+    with scene.rebalancing(name):
         status = wait_for(
             lambda: scanned_after(custom, name, started), 90, "a scan after the hostile pods"
         )
@@ -145,5 +111,3 @@ def test_unusable_objects_are_left_out_and_reported_and_the_scan_goes_on(
         later = time.time()
         status = wait_for(lambda: scanned_after(custom, name, later), 60, "another scan")
         assert {c["type"]: c["status"] for c in status["conditions"]}["ScanSucceeded"] == "True"
-    finally:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)

@@ -13,26 +13,23 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kube_harness import AuditLog, ControlPlane, free_port
+from kube_harness import AuditLog, free_port
 from kube_helpers import (
-    DELETION_COST,
-    GROUP,
+    AT_ONCE,
+    LEASE,
+    LEASE_NS,
     PLURAL,
-    VERSION,
-    FakeNodes,
-    evictions,
-    list_pods,
+    TWO_PER_ZONE,
+    forget_lease,
+    lease_holder,
     parse_time,
     pod_is_ready,
     pods_per_zone,
     skew,
-    spread_deployment,
     wait_for,
-    wait_pods_ready,
-    zone_of_nodes,
 )
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
@@ -40,19 +37,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
-ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-LEASE_NS, LEASE = "respread-system", "respread"  # deploy/'s Role allows this Lease only
 LEASE_DURATION = 6.0
-
-
-def holder(coordination: client.CoordinationV1Api) -> str:
-    try:
-        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status == 404:
-            return ""
-        raise
-    return str(lease.spec.holder_identity or "")
 
 
 def replica(event: dict[str, Any]) -> str:
@@ -81,51 +66,56 @@ def leader_metric(port: int) -> float | None:
     return None
 
 
+def assert_each_acted_only_while_leading(
+    scene: Scene, mark: int, name: str, first: tuple[str, float], second: tuple[str, float]
+) -> None:
+    """Two evictions in all, no pod twice; every eviction request and status write made by the
+    first leader while it lived (until it was killed), or by the second once it held the Lease."""
+    (first_id, killed), (second_id, took_over) = first, second
+    done = [e for e in scene.evictions(mark) if e["responseStatus"]["code"] == 201]
+    report = [(replica(e), e["objectRef"]["name"], e["requestReceivedTimestamp"]) for e in done]
+    assert len(done) == 2, report
+    assert all(n == 1 for n in Counter(e["objectRef"]["name"] for e in done).values()), report
+    for e in scene.evictions(mark):  # every request, whatever its answer
+        at = parse_time(e["requestReceivedTimestamp"])
+        who = replica(e)
+        assert who in (first_id, second_id), report
+        # the first leader only while it lived; the second only once it held the Lease
+        assert (who == first_id and at < killed) or (who == second_id and at >= took_over - 1), (
+            who,
+            at,
+            killed,
+            took_over,
+            report,
+        )
+    writes = status_writes(scene.audit, mark, name)
+    for e in writes:
+        at = parse_time(e["requestReceivedTimestamp"])
+        assert (replica(e) == first_id and at < killed) or (
+            replica(e) == second_id and at >= took_over - 1
+        ), (replica(e), at, killed, took_over)
+    assert any(replica(e) == second_id for e in writes), "the new leader wrote no status"
+
+
 def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_duration(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
     """Two replicas elect one leader; only it writes the Enforce policy's status and evicts.
     A 0/3/3 skew needs two moves: the leader makes the first, then is killed (SIGKILL: no
     release). The follower takes the Lease over one lease duration later (not before) and makes
     the second move; no pod is evicted twice and no replica evicts while the other leads."""
-    custom = client.CustomObjectsApi(api_client)
-    coordination = client.CoordinationV1Api(api_client)
-    try:  # a Lease left by an earlier test would hold a dead identity for one duration
-        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    coordination = client.CoordinationV1Api(scene.api)
+    forget_lease(coordination)
 
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 9, node_selector=fake_nodes.node_selector)
-    )
-    policy_v1.create_namespaced_pod_disruption_budget(
-        namespace,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web"},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-        },
-    )
-    pods = wait_pods_ready(core_v1, namespace, "app=web", 9, timeout=180)
-    for pod in pods:  # scale-down removes zone-a's three pods: 0/3/3
-        cost = "-100" if node_zones[pod.spec.node_name] == "zone-a" else "100"
-        core_v1.patch_namespaced_pod(
-            pod.metadata.name, namespace, {"metadata": {"annotations": {DELETION_COST: cost}}}
-        )
-    apps_v1.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 6}})
-    survivors = wait_pods_ready(core_v1, namespace, "app=web", 6, timeout=180)
+    node_zones = scene.zones(TWO_PER_ZONE)
+    scene.deploy("web", 9)
+    scene.budget("web", max_unavailable=1)
+    scene.ready("web", 9, timeout=180)
+
+    def in_zone_a(pod: client.V1Pod) -> bool:  # the scale-down removes them: 0/3/3
+        return node_zones[pod.spec.node_name] == "zone-a"
+
+    survivors = scene.scale_in("web", 6, in_zone_a, timeout=180)
     assert pods_per_zone(survivors, node_zones) == {"zone-a": 0, "zone-b": 3, "zone-c": 3}
 
     ports = {"op-a": free_port(), "op-b": free_port()}
@@ -141,46 +131,29 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
         )
         for identity, port in ports.items()
     }
-    first = wait_for(lambda: holder(coordination), 60, "a replica to acquire the Lease")
+    first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
     second = next(i for i in ops if i != first)
     assert wait_for(lambda: leader_metric(ports[first]) == 1, 30, "respread_leader 1")
     assert wait_for(lambda: leader_metric(ports[second]) == 0, 30, "respread_leader 0")
 
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": "Enforce",
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaces": {"include": [namespace]}},
-                "eviction": {"minPodAge": "0s", "cooldown": "1s"},
-            },
-        },
-    )
-    try:
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE):
         done = wait_for(
-            lambda: [e for e in evictions(audit_log, mark, namespace)
-                     if e["responseStatus"]["code"] == 201],
+            lambda: [e for e in scene.evictions(mark) if e["responseStatus"]["code"] == 201],
             90,
             "the leader's first eviction",
-        )  # fmt: skip
+        )
         assert {replica(e) for e in done} == {first}, [replica(e) for e in done]
         # (the scan that evicted writes its status afterwards)
-        writes = wait_for(lambda: status_writes(audit_log, mark, name), 30, "a status write")
+        writes = wait_for(lambda: status_writes(scene.audit, mark, name), 30, "a status write")
         assert {replica(e) for e in writes} == {first}, Counter(replica(e) for e in writes)
-        assert holder(coordination) == first
+        assert lease_holder(coordination) == first
 
         ops[first].kill()
         killed = time.time()
         took_over = wait_for(
-            lambda: holder(coordination) == second and time.time(),
+            lambda: lease_holder(coordination) == second and time.time(),
             LEASE_DURATION + 20,
             f"{second} to take the Lease over",
         )
@@ -190,46 +163,22 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
         assert wait_for(lambda: leader_metric(ports[second]) == 1, 30, "respread_leader 1")
 
         def converged() -> bool:
-            ready = [p for p in list_pods(core_v1, namespace, "app=web") if pod_is_ready(p)]
+            ready = [p for p in scene.pods("web") if pod_is_ready(p)]
             return len(ready) == 6 and skew(pods_per_zone(ready, node_zones)) <= 1
 
         wait_for(converged, 180, "the new leader to finish the rebalancing")
         balanced = time.time()
 
         def scanned_balanced() -> bool:  # a whole scan after convergence: nothing more to do
-            st = (custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)).get("status")
-            last = (st or {}).get("lastScanTime")
+            st = scene.status(name)
+            last = st.get("lastScanTime")
             return (
                 bool(last) and parse_time(last) > balanced + 1 and st["summary"]["violations"] == 0
             )
 
         wait_for(scanned_balanced, 60, "a scan reporting the workload balanced")
-    finally:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
-    done = [e for e in evictions(audit_log, mark, namespace) if e["responseStatus"]["code"] == 201]
-    report = [(replica(e), e["objectRef"]["name"], e["requestReceivedTimestamp"]) for e in done]
-    assert len(done) == 2, report
-    assert all(n == 1 for n in Counter(e["objectRef"]["name"] for e in done).values()), report
-    for e in evictions(audit_log, mark, namespace):  # every request, whatever its answer
-        at = parse_time(e["requestReceivedTimestamp"])
-        who = replica(e)
-        assert who in (first, second), report
-        # the first leader only while it lived; the second only once it held the Lease
-        assert (who == first and at < killed) or (who == second and at >= took_over - 1), (
-            who,
-            at,
-            killed,
-            took_over,
-            report,
-        )
-    writes = status_writes(audit_log, mark, name)
-    for e in writes:
-        at = parse_time(e["requestReceivedTimestamp"])
-        assert (replica(e) == first and at < killed) or (
-            replica(e) == second and at >= took_over - 1
-        ), (replica(e), at, killed, took_over)
-    assert any(replica(e) == second for e in writes), "the new leader wrote no status"
+    assert_each_acted_only_while_leading(scene, mark, name, (first, killed), (second, took_over))
     assert ops[second].alive
     assert f"acquired Lease {LEASE_NS}/{LEASE}" in ops[second].text()
 

@@ -26,18 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from kube_harness import ControlPlane, free_port
+from kube_harness import free_port
 from kube_helpers import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    FakeNodes,
+    AT_ONCE,
+    create_policy,
+    delete_policy,
     spread_deployment,
     status_of,
     wait_for,
     wait_pods_ready,
 )
 from kubernetes import client
+from scene import Scene
+from tests.support.processes import installed, stop
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
@@ -101,22 +102,12 @@ class Prometheus:
         return body
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc)
 
 
 @pytest.fixture
 def prometheus_binary() -> str:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.skip(
-            "Prometheus is not installed (Debian's `prometheus` package; hack/test installs it)"
-        )
-    return binary
+    return installed("prometheus")
 
 
 def dashboard_targets() -> list[tuple[str, str]]:
@@ -153,16 +144,9 @@ def prometheus(prometheus_binary: str, tmp_path: Path) -> Iterator[Any]:
 
 
 def test_every_dashboard_query_and_alert_evaluates_on_a_scraped_operator(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    prometheus: Any,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
+    scene: Scene, operator_factory: StartOperator, prometheus: Any
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
+    custom, core_v1, namespace, fake_nodes = scene.custom, scene.core, scene.namespace, scene.nodes
     # Two Deployments, each in its own namespace with its own policy: Enforce repairs `web`
     # (evictions), DryRun leaves `api` violated (lasting violations).
     watched = f"{namespace}-dry"
@@ -171,7 +155,7 @@ def test_every_dashboard_query_and_alert_evaluates_on_a_scraped_operator(
     try:
         fake_nodes.create_zones({"zone-a": 2, "zone-b": 2})
         for ns, app in ((namespace, "web"), (watched, "api")):
-            apps_v1.create_namespaced_deployment(
+            scene.apps.create_namespaced_deployment(
                 ns, spread_deployment(app, 6, node_selector=fake_nodes.node_selector)
             )
         for ns, app in ((namespace, "web"), (watched, "api")):
@@ -184,29 +168,14 @@ def test_every_dashboard_query_and_alert_evaluates_on_a_scraped_operator(
         start = time.time()
         enforce, dry = f"mon-{namespace}", f"mon-{watched}"
         for name, ns, mode in ((enforce, namespace, "Enforce"), (dry, watched, "DryRun")):
-            custom.create_cluster_custom_object(
-                GROUP,
-                VERSION,
-                PLURAL,
-                {
-                    "apiVersion": f"{GROUP}/{VERSION}",
-                    "kind": "RebalancePolicy",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "mode": mode,
-                        "schedule": {"interval": "10s"},
-                        "selector": {"namespaces": {"include": [ns]}},
-                        "eviction": {"minPodAge": "0s", "cooldown": "1s"},
-                        # Costs written too (the Enforce policy's): the patches panel has data.
-                        "remediation": {"deletionCost": {"enabled": mode == "Enforce"}},
-                    },
-                },
-            )
+            # Costs written too (the Enforce policy's): the patches panel has data.
+            costs = {"deletionCost": {"enabled": mode == "Enforce"}}
+            create_policy(custom, name, ns, mode=mode, eviction=AT_ONCE, remediation=costs)
             policies.append(name)
         run_and_evaluate(custom, op, prom, port, start, enforce, dry)
     finally:
         for name in policies:
-            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            delete_policy(custom, name)
         core_v1.delete_namespace(watched, propagation_policy="Background")
 
 

@@ -16,20 +16,20 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import pytest
 import yaml
-from kube_harness import AuditLog, ControlPlane, free_port
+from kube_harness import ControlPlane, free_port
 from kube_helpers import (
-    DELETION_COST,
+    AT_ONCE,
     GROUP,
     PLURAL,
+    TWO_PER_ZONE,
     VERSION,
-    FakeNodes,
+    create_policy,
     list_pods,
     node_is_ready,
     parse_time,
@@ -37,14 +37,12 @@ from kube_helpers import (
     pods_per_zone,
     scanned_after,
     skew,
-    spread_deployment,
-    status_of,
     wait_for,
-    wait_pods_ready,
-    zone_of_nodes,
 )
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from scene import Scene
+from tests.support.constants import ZONE
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
@@ -52,55 +50,11 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]  # the fixtures crd, operator and operator_factory
 
-ZONES = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
-ZONE = "topology.kubernetes.io/zone"
-
-
 # --------------------------------------------------------------------------- helpers
-
-
-def create_policy(
-    custom: client.CustomObjectsApi, name: str, namespace: str, mode: str, interval: str = "10s"
-) -> None:
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": mode,
-                "schedule": {"interval": interval},
-                "selector": {"namespaces": {"include": [namespace]}},
-                "eviction": {"minPodAge": "0s", "cooldown": "1s"},
-            },
-        },
-    )
-
-
-@contextlib.contextmanager
-def policy(custom: client.CustomObjectsApi, name: str, namespace: str, mode: str) -> Iterator[None]:
-    create_policy(custom, name, namespace, mode)
-    try:
-        yield
-    finally:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
 
 def conditions(st: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in st.get("conditions", ())}
-
-
-def eviction_requests(audit: AuditLog, since: int, namespace: str) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in audit.events(since)
-        if e.get("objectRef", {}).get("subresource") == "eviction"
-        and e.get("objectRef", {}).get("namespace") == namespace
-        and e.get("stage") == "ResponseComplete"
-    ]
 
 
 def violation_events(core: client.CoreV1Api, policy_name: str) -> list[client.CoreV1Event]:
@@ -121,45 +75,23 @@ def metric_value(port: int, name: str, policy_name: str) -> float | None:
 
 
 def skew_by_scale_down(
-    core: client.CoreV1Api,
-    apps: client.AppsV1Api,
-    namespace: str,
-    node_zones: dict[str, str],
-    drop: dict[str, int],
+    scene: Scene, node_zones: dict[str, str], drop: dict[str, int]
 ) -> Counter[str]:
     """9 ready pods 3/3/3; pod deletion costs make the ReplicaSet drop `drop[zone]` per zone."""
-    pods = wait_pods_ready(core, namespace, "app=web", 9, timeout=180)
-    by_zone: dict[str, list[str]] = {zone: [] for zone in ZONES}
+    pods = scene.ready("web", 9, timeout=180)
+    by_zone: dict[str, list[str]] = {zone: [] for zone in TWO_PER_ZONE}
     for pod in pods:
         by_zone[node_zones[pod.spec.node_name]].append(pod.metadata.name)
     cheap = {name for zone, n in drop.items() for name in sorted(by_zone[zone])[:n]}
-    for pod in pods:
-        cost = "-100" if pod.metadata.name in cheap else "100"
-        core.patch_namespaced_pod(
-            pod.metadata.name, namespace, {"metadata": {"annotations": {DELETION_COST: cost}}}
-        )
     keep = 9 - len(cheap)
-    apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": keep}})
-    survivors = wait_pods_ready(core, namespace, "app=web", keep, timeout=180)
+    survivors = scene.scale_in("web", keep, lambda pod: pod.metadata.name in cheap, timeout=180)
     assert not {p.metadata.name for p in survivors} & cheap
     return pods_per_zone(survivors, node_zones)
 
 
-def web_with_budget(
-    apps: client.AppsV1Api, policy_api: client.PolicyV1Api, namespace: str, nodes: FakeNodes
-) -> None:
-    apps.create_namespaced_deployment(
-        namespace, spread_deployment("web", 9, node_selector=nodes.node_selector)
-    )
-    policy_api.create_namespaced_pod_disruption_budget(
-        namespace,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web"},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-        },
-    )
+def web_with_budget(scene: Scene) -> None:
+    scene.deploy("web", 9)
+    scene.budget("web", max_unavailable=1)
 
 
 class ApiProxy:
@@ -247,8 +179,35 @@ def kubeconfig_via(kubeconfig: Path, port: int, path: Path) -> Path:
     return path
 
 
+class Poller:
+    """Polls the API server in a thread of its own, with its own client (the kubeconfig's), for
+    the block the object is entered for: ``_poll(core)`` until ``_stop`` is set."""
+
+    kubeconfig: Path
+    _stop: threading.Event
+
+    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        try:
+            self._poll(client.CoreV1Api(api))
+        finally:
+            api.close()
+
+    def _poll(self, core: client.CoreV1Api) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class AvailabilitySampler:
+class AvailabilitySampler(Poller):
     """Samples, in a thread, how many of a workload's `replicas` pods are missing or not Ready.
 
     Each sample is (sent, answered, missing): the state it shows held at some moment between
@@ -261,31 +220,17 @@ class AvailabilitySampler:
     samples: list[tuple[float, float, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> AvailabilitySampler:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="sampler")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        api = config.new_client_from_config(config_file=str(self.kubeconfig))
-        core = client.CoreV1Api(api)
-        try:
-            while not self._stop.is_set():
-                sent = time.time()
-                try:
-                    pods = list_pods(core, self.namespace, self.selector)
-                except Exception:  # the API server is being restarted
-                    time.sleep(0.5)
-                    continue
-                ready = sum(1 for p in pods if pod_is_ready(p))
-                self.samples.append((sent, time.time(), self.replicas - ready))
-                time.sleep(0.2)
-        finally:
-            api.close()
+    def _poll(self, core: client.CoreV1Api) -> None:
+        while not self._stop.is_set():
+            sent = time.time()
+            try:
+                pods = list_pods(core, self.namespace, self.selector)
+            except Exception:  # the API server is being restarted
+                time.sleep(0.5)
+                continue
+            ready = sum(1 for p in pods if pod_is_ready(p))
+            self.samples.append((sent, time.time(), self.replicas - ready))
+            time.sleep(0.2)
 
     def missing_before(self, t: float) -> int | None:
         """Replicas missing or unready in the last sample answered before `t`."""
@@ -301,7 +246,7 @@ class AvailabilitySampler:
 
 
 @dataclass
-class ReadinessResync:
+class ReadinessResync(Poller):
     """Stands in for the kubelet's periodic status sync, which kwok lacks.
 
     After kube-apiserver restarts, kwok's node leases lapse for a while (its lease cache is
@@ -318,25 +263,11 @@ class ReadinessResync:
     reasserted: list[tuple[float, str]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> ReadinessResync:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="kubelet-sync")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        api = config.new_client_from_config(config_file=str(self.kubeconfig))
-        core = client.CoreV1Api(api)
+    def _poll(self, core: client.CoreV1Api) -> None:
         selector = ",".join(f"{k}={v}" for k, v in self.node_selector.items())
-        try:
-            while not self._stop.wait(2.0):
-                with contextlib.suppress(Exception):  # the API server may be restarting
-                    self._sync(core, selector)
-        finally:
-            api.close()
+        while not self._stop.wait(2.0):
+            with contextlib.suppress(Exception):  # the API server may be restarting
+                self._sync(core, selector)
 
     def _sync(self, core: client.CoreV1Api, selector: str) -> None:
         ready_nodes = {
@@ -369,15 +300,26 @@ class ReadinessResync:
 # --------------------------------------------------------------------------- 1. node loss
 
 
+def replacements_refused(scene: Scene, on_lost: set[str]) -> list[client.V1Pod] | None:
+    """The two replacements of the lost node's pods, Pending and refused by the scheduler
+    (None until the lost pods are gone and both replacements are refused)."""
+    current = scene.pods("web")
+    if on_lost & {p.metadata.name for p in current}:
+        return None
+    pending = [p for p in current if not p.spec.node_name]
+    unschedulable = [
+        p
+        for p in pending
+        if any(
+            c.type == "PodScheduled" and c.reason == "Unschedulable"
+            for c in (p.status.conditions or [])
+        )
+    ]
+    return unschedulable if len(current) == 6 and len(unschedulable) == 2 else None
+
+
 def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator: Path
 ) -> None:
     """zone-a's second node is cordoned for maintenance, so zone-a's two pods both run on its
     first node. That node is lost: the scheduler no longer counts its pods (0/2/2, skew 2),
@@ -386,21 +328,18 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
     scanned before the loss, reports the violation with cause NodeLoss naming the lost node, and
     keeps that cause on later scans; once the cordon is lifted the scheduler repairs it itself.
     """
-    custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones(ZONES)
+    custom, fake_nodes = scene.custom, scene.nodes
+    node_zones = scene.zones(TWO_PER_ZONE)
     lost, spare = f"{fake_nodes.pool}-zone-a-0", f"{fake_nodes.pool}-zone-a-1"
     fake_nodes.cordon(spare)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    apps_v1.create_namespaced_deployment(
-        namespace, spread_deployment("web", 6, node_selector=fake_nodes.node_selector)
-    )
-    pods = wait_pods_ready(core_v1, namespace, "app=web", 6, timeout=180)
+    scene.deploy("web", 6)
+    pods = scene.ready("web", 6, timeout=180)
     assert pods_per_zone(pods, node_zones) == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
     on_lost = {p.metadata.name for p in pods if p.spec.node_name == lost}
     assert len(on_lost) == 2
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    with policy(custom, name, namespace, "DryRun"):
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="DryRun", eviction=AT_ONCE):
         first = wait_for(lambda: scanned_after(custom, name, 0), 90, "a first scan")
         assert first["summary"]["violations"] == 0, first
 
@@ -423,22 +362,11 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
 
         # kube-controller-manager's pod GC deletes the pods of a node gone for 40 s; the
         # ReplicaSet replaces them; the scheduler refuses every node for the replacements.
-        def refused() -> list[client.V1Pod] | None:
-            current = list_pods(core_v1, namespace, "app=web")
-            if on_lost & {p.metadata.name for p in current}:
-                return None
-            pending = [p for p in current if not p.spec.node_name]
-            unschedulable = [
-                p
-                for p in pending
-                if any(
-                    c.type == "PodScheduled" and c.reason == "Unschedulable"
-                    for c in (p.status.conditions or [])
-                )
-            ]
-            return unschedulable if len(current) == 6 and len(unschedulable) == 2 else None
-
-        pending = wait_for(refused, 180, "pod GC, and the replacements refused by the scheduler")
+        pending = wait_for(
+            lambda: replacements_refused(scene, on_lost),
+            180,
+            "pod GC, and the replacements refused by the scheduler",
+        )
         message = next(c.message for c in pending[0].status.conditions if c.type == "PodScheduled")
         assert "didn't match pod topology spread constraints" in message, message
         settled = time.time()
@@ -459,51 +387,41 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
 
         # The cordon lifted, the scheduler places the replacements in zone-a by itself.
         fake_nodes.uncordon(spare)
-        pods = wait_pods_ready(core_v1, namespace, "app=web", 6, timeout=120)
+        pods = scene.ready("web", 6, timeout=120)
         assert pods_per_zone(pods, node_zones) == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
         wait_for(
-            lambda: status_of(custom, name).get("summary", {}).get("violations") == 0,
+            lambda: scene.status(name).get("summary", {}).get("violations") == 0,
             60,
             "the status to report the workload balanced again",
         )
-        assert eviction_requests(audit_log, mark, namespace) == []  # DryRun
+        assert scene.evictions(mark) == []  # DryRun
 
 
 # --------------------------------------------------------------------------- 2. API server outage
 
 
 def test_an_apiserver_outage_fails_scans_but_the_operator_keeps_running_and_resumes(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     """kube-apiserver stops for longer than the scan interval, so a scan runs, and fails, while
     it is down (the failure cannot be written to a server that is down: the operator counts it
     in respread_scan_failures_total and logs it). The operator process keeps running; once the
     server is back, the next scan completes and the status says what it said before the
     outage, with the same `since`, and no second ViolationFound Event."""
-    custom = client.CustomObjectsApi(api_client)
+    custom, core_v1 = scene.custom, scene.core
     metrics_port = free_port()
     op = operator_factory("--metrics-port", str(metrics_port))
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    web_with_budget(apps_v1, policy_v1, namespace, fake_nodes)
-    wait_pods_ready(core_v1, namespace, "app=web", 9, timeout=180)
-    name = f"rbp-{namespace}"
-    with policy(custom, name, namespace, "DryRun"):
+    node_zones = scene.zones(TWO_PER_ZONE)
+    web_with_budget(scene)
+    scene.ready("web", 9, timeout=180)
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="DryRun", eviction=AT_ONCE):
         wait_for(lambda: scanned_after(custom, name, 0), 90, "a first scan")
-        counts = skew_by_scale_down(
-            core_v1, apps_v1, namespace, node_zones, {"zone-a": 3, "zone-b": 2}
-        )
+        counts = skew_by_scale_down(scene, node_zones, {"zone-a": 3, "zone-b": 2})
         assert counts == {"zone-a": 0, "zone-b": 1, "zone-c": 3}
 
         def reported() -> dict[str, Any] | None:
-            st = status_of(custom, name)
+            st = scene.status(name)
             return st if st.get("summary", {}).get("violations") == 1 else None
 
         before = wait_for(reported, 90, "the violation in the policy status")
@@ -545,15 +463,7 @@ def test_an_apiserver_outage_fails_scans_but_the_operator_keeps_running_and_resu
 
 
 def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_budget(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    e2e_cluster: ControlPlane, scene: Scene, operator: Path
 ) -> None:
     """A 0/3/3 skew needs two moves. The Enforce policy evicts the first pod; kube-apiserver is
     restarted right then; after it the operator evicts the second, and the skew converges.
@@ -564,35 +474,30 @@ def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_bud
     the first replacement had become Ready (pacing). The restart itself disturbs the harness
     (kwok's nodes go NotReady for a while, see ReadinessResync): the operator must hold off
     while that lasts, which the same checks cover."""
-    custom = client.CustomObjectsApi(api_client)
-    fake_nodes.create_zones(ZONES)
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    web_with_budget(apps_v1, policy_v1, namespace, fake_nodes)
-    counts = skew_by_scale_down(core_v1, apps_v1, namespace, node_zones, {"zone-a": 3})
+    custom, namespace = scene.custom, scene.namespace
+    node_zones = scene.zones(TWO_PER_ZONE)
+    web_with_budget(scene)
+    counts = skew_by_scale_down(scene, node_zones, {"zone-a": 3})
     assert counts == {"zone-a": 0, "zone-b": 3, "zone-c": 3}
 
     def budget_allows_one() -> bool:
-        pdb = policy_v1.read_namespaced_pod_disruption_budget("web", namespace)
+        pdb = scene.policy.read_namespaced_pod_disruption_budget("web", namespace)
         return pdb.status is not None and pdb.status.disruptions_allowed == 1
 
     wait_for(budget_allows_one, 60, "the budget to allow one disruption")
-    mark = audit_log.mark()
+    mark = scene.audit.mark()
     name = f"rbp-{namespace}"
 
     def evicted() -> list[dict[str, Any]]:
-        return [
-            e
-            for e in eviction_requests(audit_log, mark, namespace)
-            if e["responseStatus"]["code"] == 201
-        ]
+        return [e for e in scene.evictions(mark) if e["responseStatus"]["code"] == 201]
 
     def converged() -> bool:
-        pods = [p for p in list_pods(core_v1, namespace, "app=web") if pod_is_ready(p)]
+        pods = [p for p in scene.pods("web") if pod_is_ready(p)]
         return len(pods) == 6 and skew(pods_per_zone(pods, node_zones)) <= 1
 
     sampler = AvailabilitySampler(e2e_cluster.kubeconfig, namespace, "app=web", 6)
-    kubelet = ReadinessResync(e2e_cluster.kubeconfig, namespace, fake_nodes.node_selector)
-    with sampler, kubelet, policy(custom, name, namespace, "Enforce"):
+    kubelet = ReadinessResync(e2e_cluster.kubeconfig, namespace, scene.nodes.node_selector)
+    with sampler, kubelet, scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE):
         wait_for(evicted, 90, "the first eviction")
         e2e_cluster.restart_apiserver()
         restarted = time.time()
@@ -619,7 +524,7 @@ def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_bud
     assert sampler.all_ready_between(completed[0], received[1]), (
         "the second eviction came before the first replacement was Ready"
     )
-    pods = wait_pods_ready(core_v1, namespace, "app=web", 6)
+    pods = scene.ready("web", 6)
     assert pods_per_zone(pods, node_zones) == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
     print(f"readiness re-reported for {kubelet.reasserted} after the restart")
 
@@ -629,14 +534,8 @@ def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_bud
 
 def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
     e2e_cluster: ControlPlane,
+    scene: Scene,
     operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
     tmp_path: Path,
     operator_kubeconfig: Path,
 ) -> None:
@@ -651,21 +550,20 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
     only after their back-off, but the operator's scans failed while the relay was cut, so the
     next scan first checks the cache against the API server and waits for the watches to catch
     up. Every status written after the relay's return reports the skew."""
-    custom = client.CustomObjectsApi(api_client)
+    custom, audit_log = scene.custom, scene.audit
     proxy = ApiProxy(e2e_cluster.port)
-    name, gone = f"rbp-{namespace}", f"rbp-{namespace}-gone"
+    name, gone = f"rbp-{scene.namespace}", f"rbp-{scene.namespace}-gone"
     try:
         op = operator_factory(
             kubeconfig=kubeconfig_via(
                 operator_kubeconfig, proxy.port, tmp_path / "proxied.kubeconfig"
             )
         )
-        fake_nodes.create_zones(ZONES)
-        node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-        web_with_budget(apps_v1, policy_v1, namespace, fake_nodes)
-        wait_pods_ready(core_v1, namespace, "app=web", 9, timeout=180)
-        create_policy(custom, gone, namespace, "DryRun")
-        with policy(custom, name, namespace, "DryRun"):
+        node_zones = scene.zones(TWO_PER_ZONE)
+        web_with_budget(scene)
+        scene.ready("web", 9, timeout=180)
+        create_policy(custom, gone, scene.namespace, mode="DryRun", eviction=AT_ONCE)
+        with scene.rebalancing(name, mode="DryRun", eviction=AT_ONCE):
             first = wait_for(lambda: scanned_after(custom, name, 0), 90, "a first scan")
             assert first["summary"]["violations"] == 0, first
             wait_for(lambda: scanned_after(custom, gone, 0), 90, "a first scan of the other")
@@ -673,9 +571,7 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
 
             proxy.cut()
             cut_at = time.monotonic()
-            counts = skew_by_scale_down(
-                core_v1, apps_v1, namespace, node_zones, {"zone-a": 3, "zone-b": 2}
-            )
+            counts = skew_by_scale_down(scene, node_zones, {"zone-a": 3, "zone-b": 2})
             assert counts == {"zone-a": 0, "zone-b": 1, "zone-c": 3}
             custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, gone)
             e2e_cluster.restart_apiserver()
@@ -740,15 +636,11 @@ def test_a_watch_resumed_by_relisting_forgets_objects_deleted_while_it_was_away(
 
 
 def test_liveness_answers_while_scans_stay_fresh_on_a_busy_cluster(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
     """`--liveness` serves 200 with each policy's last scan time. A cluster where something
     changes every half second must not starve the scans (nor, in turn, the liveness check)."""
-    custom = client.CustomObjectsApi(api_client)
+    custom, namespace = scene.custom, scene.namespace
     port = free_port()
     url = f"http://127.0.0.1:{port}/healthz"
     op = operator_factory("--liveness", url)
@@ -761,7 +653,7 @@ def test_liveness_answers_while_scans_stay_fresh_on_a_busy_cluster(
         except urllib.error.HTTPError as err:
             return int(err.code), err.read().decode()
 
-    with policy(custom, name, namespace, "DryRun"):
+    with scene.rebalancing(name, mode="DryRun", eviction=AT_ONCE):
         first = wait_for(lambda: scanned_after(custom, name, 0), 90, "a first scan")
         status, body = wait_for(healthz, 30, "the liveness endpoint")
         assert status == 200, body
@@ -774,7 +666,9 @@ def test_liveness_answers_while_scans_stay_fresh_on_a_busy_cluster(
             while not stop.is_set():
                 i += 1
                 with contextlib.suppress(Exception):
-                    core_v1.patch_namespace(namespace, {"metadata": {"labels": {"tick": str(i)}}})
+                    scene.core.patch_namespace(
+                        namespace, {"metadata": {"labels": {"tick": str(i)}}}
+                    )
                 time.sleep(0.5)
 
         busy = threading.Thread(target=churn, daemon=True)

@@ -5,11 +5,15 @@ Every policy of tests/policy_corpus.py is created on kube-apiserver with crds/ i
 the command line (`respread plan --policy`, through `respread.cli.read_policy`). The verdicts
 must be equal, except the cases listed in EXCEPTIONS with their reasons; the corpus's recorded
 verdicts (which the unit tests hold the parser to without a cluster) must be the server's too.
+The YAML texts of the corpus go through the real kubectl (which converts YAML to JSON for the
+user, as it always does) to the same API server, and the command line reads the same text.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,14 @@ from kube_helpers import GROUP, PLURAL, VERSION
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_fixtures import crd  # noqa: F401 (a fixture)
-from tests.policy_corpus import API_ACCEPTS, CASES, EXCEPTIONS
+from tests.policy_corpus import (
+    API_ACCEPTS,
+    CASES,
+    EXCEPTIONS,
+    YAML_API_ACCEPTS,
+    YAML_CASES,
+    YAML_EXCEPTIONS,
+)
 
 from respread.cli import UsageError, read_policy
 
@@ -81,3 +92,68 @@ def test_the_cli_agrees_with_the_api_server(
     assert not disagreements, "\n".join(disagreements)
     assert not wrong_records, "\n".join(wrong_records)
     assert sorted(exceptions_seen) == sorted(EXCEPTIONS)
+
+
+def kubectl_accepts(kubeconfig: Path, text: str) -> tuple[bool, str]:
+    """`kubectl create --dry-run=server` of a policy's YAML text: kubectl converts it to JSON
+    (refusing what JSON cannot hold) and the API server validates it (strict fields)."""
+    done = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(kubeconfig),
+            "create",
+            "--dry-run=server",
+            "--validate=strict",
+            "-o",
+            "name",
+            "-f",
+            "-",
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode == 0, " ".join(done.stderr.split())[:300]
+
+
+def cli_accepts_text(text: str, tmp: Path) -> tuple[bool, str]:
+    path = tmp / "policy.yaml"
+    path.write_text(text)
+    try:
+        read_policy(str(path))
+    except UsageError as err:
+        return False, str(err)
+    return True, ""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_the_cli_reads_yaml_text_as_kubectl_and_the_api_server_do(
+    crd: None,  # noqa: F811
+    kubeconfig: Path,
+    tmp_path: Path,
+) -> None:
+    disagreements, wrong_records, exceptions_seen = [], [], []
+    for case_id, text, _ in YAML_CASES:
+        server, server_msg = kubectl_accepts(kubeconfig, text)
+        cli, cli_msg = cli_accepts_text(text, tmp_path)
+        if server is not YAML_API_ACCEPTS[case_id]:
+            wrong_records.append(
+                f"{case_id}: kubectl {'accepts' if server else 'refuses'} ({server_msg})"
+            )
+        if case_id in YAML_EXCEPTIONS:
+            exceptions_seen.append(case_id)
+            assert server is not cli, f"{case_id} is listed as an exception but agrees"
+            continue
+        if server is not cli:
+            disagreements.append(
+                f"{case_id}: kubectl {'accepts' if server else f'refuses ({server_msg})'}, "
+                f"CLI {'accepts' if cli else f'refuses ({cli_msg})'}"
+            )
+    agree = len(YAML_CASES) - len(disagreements) - len(exceptions_seen)
+    print(f"{len(YAML_CASES)} YAML policies, {agree} agree, {len(exceptions_seen)} exceptions")
+    assert not disagreements, "\n".join(disagreements)
+    assert not wrong_records, "\n".join(wrong_records)
+    assert sorted(exceptions_seen) == sorted(YAML_EXCEPTIONS)

@@ -28,29 +28,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kube_harness import AuditLog, ControlPlane
+from kube_harness import AuditLog
 from kube_helpers import (
-    GROUP,
-    HOSTNAME_LABEL,
     OPERATOR_USER,
-    PLURAL,
     POOL_LABEL,
-    VERSION,
-    ZONE_LABEL,
-    FakeNodes,
+    create_policy,
+    delete_policy,
     evictions,
-    list_pods,
+    forget_lease,
+    lease_holder,
     pod_is_ready,
     pods_per_zone,
     skew,
     spread_deployment,
-    status_of,
     wait_for,
-    wait_pods_ready,
     zone_of_nodes,
 )
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from scene import Scene
+from tests.support.constants import HOST, ZONE
 
 from respread.core.annotations import SURGE_STATE
 
@@ -61,42 +58,26 @@ pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
 
-def budget(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": name}}},
-    }
-
-
 def skewed(
-    fake_nodes: FakeNodes,
-    core: client.CoreV1Api,
-    apps: client.AppsV1Api,
-    policy: client.PolicyV1Api,
-    namespace: str,
-    apps_and_meta: dict[str, dict[str, Any]],
-    *,
-    later_zones: bool = True,
+    scene: Scene, apps_and_meta: dict[str, dict[str, Any]], *, later_zones: bool = True
 ) -> None:
     """zone-a alone; each Deployment's 4 pods placed there; a budget maxUnavailable 0 each;
     then (later_zones) zone-b and zone-c come up, empty."""
-    fake_nodes.create_zones({"zone-a": 1})
+    scene.nodes.create_zones({"zone-a": 1})
     for app, meta in apps_and_meta.items():
-        body = spread_deployment(app, 4, node_selector=fake_nodes.node_selector)
+        body = spread_deployment(app, 4, node_selector=scene.nodes.node_selector)
         body["metadata"].update(meta)
         body["metadata"]["labels"] = {**body["metadata"]["labels"], **meta.get("labels", {})}
-        apps.create_namespaced_deployment(namespace, body)
-        policy.create_namespaced_pod_disruption_budget(namespace, budget(app))
+        scene.apps.create_namespaced_deployment(scene.namespace, body)
+        scene.budget(app, max_unavailable=0)
     for app in apps_and_meta:
-        wait_pods_ready(core, namespace, f"app={app}", 4)
+        scene.ready(app, 4)
     if later_zones:
-        fake_nodes.create_zones({"zone-b": 1, "zone-c": 1})
+        scene.nodes.create_zones({"zone-b": 1, "zone-c": 1})
 
     def budgets_current() -> bool:
         for app in apps_and_meta:
-            b = policy.read_namespaced_pod_disruption_budget(app, namespace)
+            b = scene.policy.read_namespaced_pod_disruption_budget(app, scene.namespace)
             if (b.status.observed_generation or 0) < b.metadata.generation:
                 return False
             if b.status.current_healthy != 4 or b.status.disruptions_allowed != 0:
@@ -104,35 +85,6 @@ def skewed(
         return True
 
     wait_for(budgets_current, 60, "the budgets' status from the disruption controller")
-
-
-def create_policy(custom: client.CustomObjectsApi, name: str, namespace: str, **spec: Any) -> None:
-    body = {
-        "apiVersion": "respread.io/v1alpha1",
-        "kind": "RebalancePolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "schedule": {"interval": "10s"},
-            "selector": {"namespaces": {"include": [namespace]}},
-            **spec,
-        },
-    }
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
-
-
-@contextmanager
-def policy(
-    custom: client.CustomObjectsApi, name: str, namespace: str, **spec: Any
-) -> Iterator[str]:
-    create_policy(custom, name, namespace, **spec)
-    try:
-        yield name
-    finally:
-        try:
-            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
 
 
 def surge_spec(mode: str, **surge: Any) -> dict[str, Any]:
@@ -146,9 +98,7 @@ def surge_spec(mode: str, **surge: Any) -> dict[str, Any]:
 class Sampler:
     """Samples (time, spec.replicas, Ready pods) of one Deployment from a thread."""
 
-    apps: client.AppsV1Api
-    core: client.CoreV1Api
-    namespace: str
+    scene: Scene
     app: str
     samples: list[tuple[float, int, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -156,8 +106,8 @@ class Sampler:
     def run(self) -> None:
         while not self._stop.is_set():
             try:
-                dep = self.apps.read_namespaced_deployment(self.app, self.namespace)
-                pods = list_pods(self.core, self.namespace, f"app={self.app}")
+                dep = self.scene.apps.read_namespaced_deployment(self.app, self.scene.namespace)
+                pods = self.scene.pods(self.app)
                 ready = sum(1 for p in pods if pod_is_ready(p))
                 self.samples.append((time.time(), dep.spec.replicas, ready))
             except Exception:  # a sample lost is not a failure
@@ -183,31 +133,41 @@ class Sampler:
         return max(n for _, n, _ in self.samples)
 
 
-def annotation(apps: client.AppsV1Api, namespace: str, app: str) -> dict[str, Any] | None:
-    dep = apps.read_namespaced_deployment(app, namespace)
+def annotation(scene: Scene, app: str) -> dict[str, Any] | None:
+    dep = scene.apps.read_namespaced_deployment(app, scene.namespace)
     raw = (dep.metadata.annotations or {}).get(SURGE_STATE)
     return json.loads(raw) if raw else None
 
 
-def settled(
-    apps: client.AppsV1Api, core: client.CoreV1Api, namespace: str, app: str, replicas: int
-) -> bool:
-    dep = apps.read_namespaced_deployment(app, namespace)
+def settled(scene: Scene, app: str, replicas: int) -> bool:
+    dep = scene.apps.read_namespaced_deployment(app, scene.namespace)
     raw = (dep.metadata.annotations or {}).get(SURGE_STATE)
     if dep.spec.replicas != replicas or (raw and json.loads(raw)["phase"] != "RolledBack"):
         return False
-    pods = list_pods(core, namespace, f"app={app}")
+    pods = scene.pods(app)
     return len(pods) == replicas and all(pod_is_ready(p) for p in pods)
 
 
-def surge_started(apps: client.AppsV1Api, namespace: str, *, interval: float = 0.05) -> None:
+def surge_started(scene: Scene, *, interval: float = 0.05) -> None:
     """Wait (at most 90 s) for the surge's first step, web scaled up from 4 to 6, polling every
     ``interval`` seconds (often, by default: most tests act right after it)."""
 
     def surged() -> bool:
-        return bool(apps.read_namespaced_deployment("web", namespace).spec.replicas == 6)
+        return bool(
+            scene.apps.read_namespaced_deployment("web", scene.namespace).spec.replicas == 6
+        )
 
     wait_for(surged, 90, "the scale-up", interval=interval)
+
+
+@contextmanager
+def surging(scene: Scene, name: str) -> Iterator[Sampler]:
+    """An Enforce surge policy (readyTimeout 2m) for the block, web's replicas and Ready pods
+    sampled all along; the block begins once the surge has scaled web up."""
+    sampler = Sampler(scene, "web")
+    with sampler.running(), scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="2m")):
+        surge_started(scene)
+        yield sampler
 
 
 def operator_writes(audit: AuditLog, since: int) -> list[dict[str, Any]]:
@@ -222,31 +182,18 @@ def operator_writes(audit: AuditLog, since: int) -> list[dict[str, Any]]:
 
 
 def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
     skewed(
-        fake_nodes,
-        core_v1,
-        apps_v1,
-        policy_v1,
-        namespace,
+        scene,
         {
             "web": {},
             "flux": {"labels": {"kustomize.toolkit.fluxcd.io/name": "apps"}},
             "scaled": {},
         },
     )
-    client.AutoscalingV2Api(api_client).create_namespaced_horizontal_pod_autoscaler(
-        namespace,
+    client.AutoscalingV2Api(scene.api).create_namespaced_horizontal_pod_autoscaler(
+        scene.namespace,
         {
             "apiVersion": "autoscaling/v2",
             "kind": "HorizontalPodAutoscaler",
@@ -258,15 +205,15 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
             },
         },
     )
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    before = dict(pods_per_zone(list_pods(core_v1, namespace, "app=web"), node_zones))
+    node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
+    before = dict(pods_per_zone(scene.pods("web"), node_zones))
     assert skew(before) == 4, before
-    name = f"rbp-{namespace}"
-    mark = audit_log.mark()
-    with policy(custom, name, namespace, **surge_spec("DryRun", readyTimeout="2m")):
+    name = f"rbp-{scene.namespace}"
+    mark = scene.audit.mark()
+    with scene.rebalancing(name, **surge_spec("DryRun", readyTimeout="2m")):
 
         def reported() -> dict[str, Any] | None:
-            st = status_of(custom, name)
+            st = scene.status(name)
             by_app = {s["workload"]["name"]: s for s in st.get("surges") or ()}
             return st if {"web", "flux", "scaled"} <= by_app.keys() else None
 
@@ -283,21 +230,17 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
         assert remedies["web"] == "Surge"
         assert "flux" in remedies and remedies["flux"] != "Surge"
         time.sleep(12)  # another scan: still nothing written
-        assert operator_writes(audit_log, mark) == []
-        assert apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 4
+        assert operator_writes(scene.audit, mark) == []
+        assert scene.apps.read_namespaced_deployment("web", scene.namespace).spec.replicas == 4
 
-        sampler = Sampler(apps_v1, core_v1, namespace, "web")
+        sampler = Sampler(scene, "web")
         with sampler.running():
             enforced = time.time()
-            custom.patch_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name, {"spec": {"mode": "Enforce"}}
-            )
+            scene.patch_policy(name, mode="Enforce")
             wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the surge to 6")
-            wait_for(
-                lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas"
-            )
+            wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
         took = time.time() - enforced
-        after = dict(pods_per_zone(list_pods(core_v1, namespace, "app=web"), node_zones))
+        after = dict(pods_per_zone(scene.pods("web"), node_zones))
         print(
             f"surge: zones {before} -> {after}; replicas max {sampler.max_replicas}, "
             f"min Ready {sampler.min_ready} over {len(sampler.samples)} samples; "
@@ -305,14 +248,14 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
         )
         assert skew(after) <= 1, after
         assert sampler.min_ready >= 4
-        assert evictions(audit_log, mark) == []
+        assert evictions(scene.audit, mark) == []
         for app in ("flux", "scaled"):
-            dep = apps_v1.read_namespaced_deployment(app, namespace)
+            dep = scene.apps.read_namespaced_deployment(app, scene.namespace)
             assert dep.spec.replicas == 4
             assert SURGE_STATE not in (dep.metadata.annotations or {})
         patched = {
             e["objectRef"]["name"]
-            for e in operator_writes(audit_log, mark)
+            for e in operator_writes(scene.audit, mark)
             if e["objectRef"]["resource"] == "deployments"
         }
         assert patched == {"web"}
@@ -320,41 +263,27 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
 
 
 def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    skewed(scene, {"web": {}})
+    node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
+    original = {p.metadata.uid for p in scene.pods("web")}
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
     first: OperatorProcess = operator_factory()
-    with (
-        sampler.running(),
-        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(apps_v1, namespace)
+    with surging(scene, name) as sampler:
         first.kill()
-        state = annotation(apps_v1, namespace, "web")
+        state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
-        wait_pods_ready(core_v1, namespace, "app=web", 6)  # the new pods, while no operator runs
+        scene.ready("web", 6)  # the new pods, while no operator runs
         time.sleep(5)
-        assert apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 6
+        assert scene.apps.read_namespaced_deployment("web", scene.namespace).spec.replicas == 6
         second = operator_factory()
-        wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas")
+        wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
         assert "Traceback" not in second.text()
 
         def told_on_the_policy() -> set[str]:
-            events = core_v1.list_namespaced_event(
+            events = scene.core.list_namespaced_event(
                 "default", field_selector=f"involvedObject.name={name}"
             ).items
             return {e.reason for e in events if e.reason.startswith("Surge")}
@@ -365,7 +294,7 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
             30,
             "the steps told on the policy",
         )
-    pods = list_pods(core_v1, namespace, "app=web")
+    pods = scene.pods("web")
     after = dict(pods_per_zone(pods, node_zones))
     kept = len(original & {p.metadata.uid for p in pods})
     print(
@@ -375,29 +304,27 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
     assert skew(after) <= 1, after
     assert sampler.min_ready >= 4
     assert kept == 2  # the two from the crowded zone made way for the two new ones
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
 
 
-def kubelet_less_nodes(
-    core: client.CoreV1Api, fake_nodes: FakeNodes, zones: tuple[str, ...]
-) -> list[str]:
+def kubelet_less_nodes(scene: Scene, zones: tuple[str, ...]) -> list[str]:
     """Nodes registered Ready that no kubelet (and no KWOK) runs: pods bound there stay
     Pending. Removed by the caller."""
     names = []
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for zone in zones:
-        name = f"{fake_nodes.pool}-{zone}-nokubelet"
+        name = f"{scene.nodes.pool}-{zone}-nokubelet"
         resources = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-        core.create_node(
+        scene.core.create_node(
             {
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {
                     "name": name,
                     "labels": {
-                        ZONE_LABEL: zone,
-                        HOSTNAME_LABEL: name,
-                        POOL_LABEL: fake_nodes.pool,
+                        ZONE: zone,
+                        HOST: name,
+                        POOL_LABEL: scene.nodes.pool,
                     },
                 },
                 "status": {
@@ -419,52 +346,47 @@ def kubelet_less_nodes(
     return names
 
 
+def stranded(scene: Scene) -> list[str]:
+    """web's 4 pods skewed onto zone-a, zones b and c only on kubelet-less nodes (new pods stay
+    Pending there): those nodes, for the caller to remove."""
+    skewed(scene, {"web": {}}, later_zones=False)
+    return kubelet_less_nodes(scene, ("zone-b", "zone-c"))
+
+
 @contextmanager
-def nodes_removed(core: client.CoreV1Api, names: list[str]) -> Iterator[None]:
+def nodes_removed(scene: Scene, names: list[str]) -> Iterator[None]:
     try:
         yield
     finally:
         for name in names:
             try:
-                core.delete_node(name)
+                scene.core.delete_node(name)
             except ApiException as err:
                 if err.status != 404:
                     raise
 
 
-def test_new_pods_pending_past_the_deadline_are_rolled_back(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
-) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}}, later_zones=False)
-    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
-    mark = audit_log.mark()
-    nodes = kubelet_less_nodes(core_v1, fake_nodes, ("zone-b", "zone-c"))
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+def test_new_pods_pending_past_the_deadline_are_rolled_back(scene: Scene, operator: Path) -> None:
+    nodes = stranded(scene)
+    original = {p.metadata.uid for p in scene.pods("web")}
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    sampler = Sampler(scene, "web")
     with (
-        nodes_removed(core_v1, nodes),
+        nodes_removed(scene, nodes),
         sampler.running(),
-        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10s")),
+        scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="10s")),
     ):
         wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the scale-up")
 
         def rolling_back() -> dict[str, Any] | None:
-            state = annotation(apps_v1, namespace, "web")
+            state = annotation(scene, "web")
             return state if state and state["phase"] == "RollingBack" else None
 
         rolled = wait_for(rolling_back, 60, "the rollback", interval=0.1)
         print("rollback state:", rolled)
-        wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 90, "back to 4 replicas")
-        pods = list_pods(core_v1, namespace, "app=web")
+        wait_for(lambda: settled(scene, "web", 4), 90, "back to 4 replicas")
+        pods = scene.pods("web")
     kept = {p.metadata.uid for p in pods}
     print(
         f"rollback: replicas max {sampler.max_replicas}, min Ready {sampler.min_ready}, "
@@ -472,80 +394,43 @@ def test_new_pods_pending_past_the_deadline_are_rolled_back(
     )
     assert kept == original  # the Pending new pods went, the original ones stayed
     assert sampler.min_ready >= 4
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
     assert "Traceback" not in operator.read_text(errors="replace")
 
 
 def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
+    scene: Scene, operator: Path
 ) -> None:
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}}, later_zones=False)
-    nodes = kubelet_less_nodes(core_v1, fake_nodes, ("zone-b", "zone-c"))
-    name = f"rbp-{namespace}"
+    nodes = stranded(scene)
+    name = f"rbp-{scene.namespace}"
     with (
-        nodes_removed(core_v1, nodes),
-        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m")),
+        nodes_removed(scene, nodes),
+        scene.rebalancing(name, **surge_spec("Enforce", readyTimeout="10m")),
     ):
-        surge_started(apps_v1, namespace, interval=0.25)
-        apps_v1.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 5}})
-        wait_for(
-            lambda: annotation(apps_v1, namespace, "web") is None, 60, "the operator standing down"
-        )
+        surge_started(scene, interval=0.25)
+        scene.scale("web", 5)
+        wait_for(lambda: annotation(scene, "web") is None, 60, "the operator standing down")
         time.sleep(12)  # a scan later: the operator leaves the other client's count alone
-        assert apps_v1.read_namespaced_deployment("web", namespace).spec.replicas == 5
+        assert scene.apps.read_namespaced_deployment("web", scene.namespace).spec.replicas == 5
         reasons = {
             e.reason
-            for e in core_v1.list_namespaced_event(
-                namespace, field_selector="involvedObject.name=web"
+            for e in scene.core.list_namespaced_event(
+                scene.namespace, field_selector="involvedObject.name=web"
             ).items
         }
         assert "SurgeStoodDown" in reasons, reasons
     assert "Traceback" not in operator.read_text(errors="replace")
 
 
-LEASE_NS, LEASE = "respread-system", "respread"
-
-
-def lease_holder(coordination: client.CoordinationV1Api) -> str:
-    try:
-        lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status == 404:
-            return ""
-        raise
-    return str(lease.spec.holder_identity or "")
-
-
 def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
     """Two replicas with --leader-elect: the leader scales up and is SIGKILLed; the other takes
     the Lease over and finishes the surge from the Deployment's annotation."""
-    custom = client.CustomObjectsApi(api_client)
-    coordination = client.CoordinationV1Api(api_client)
-    try:  # a Lease left by an earlier test would hold a dead identity for one duration
-        coordination.delete_namespaced_lease(LEASE, LEASE_NS)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
+    coordination = client.CoordinationV1Api(scene.api)
+    forget_lease(coordination)
+    skewed(scene, {"web": {}})
+    node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
     ops = {
         identity: operator_factory(
             "--leader-elect", "--lease-duration", "6s", "--identity", identity
@@ -554,26 +439,21 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     }
     first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
     second = next(i for i in ops if i != first)
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
-    with (
-        sampler.running(),
-        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(apps_v1, namespace)
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with surging(scene, name) as sampler:
         ops[first].kill()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
-        wait_for(lambda: settled(apps_v1, core_v1, namespace, "web", 4), 120, "back to 4 replicas")
+        wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
     writers = [
         (e["userAgent"].removeprefix("respread/"), (e.get("requestObject") or {}).get("spec"))
-        for e in operator_writes(audit_log, mark)
+        for e in operator_writes(scene.audit, mark)
         if e["objectRef"]["resource"] == "deployments" and e["objectRef"]["name"] == "web"
     ]
-    after = dict(pods_per_zone(list_pods(core_v1, namespace, "app=web"), node_zones))
+    after = dict(pods_per_zone(scene.pods("web"), node_zones))
     codes = [
         (e["responseStatus"] or {}).get("code")
-        for e in operator_writes(audit_log, mark)
+        for e in operator_writes(scene.audit, mark)
         if e["objectRef"]["resource"] == "deployments" and e["objectRef"]["name"] == "web"
     ]
     print(
@@ -585,48 +465,41 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     assert all(who == second for who, _ in writers[1:])
     assert skew(after) <= 1, after
     assert sampler.min_ready >= 4
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
 
 
-def back_to_original(apps: client.AppsV1Api, core: client.CoreV1Api, namespace: str) -> bool:
+def back_to_original(scene: Scene) -> bool:
     """4 replicas, 4 Ready pods, and respread's annotation gone (no RolledBack record either)."""
-    return annotation(apps, namespace, "web") is None and settled(apps, core, namespace, "web", 4)
+    return annotation(scene, "web") is None and settled(scene, "web", 4)
+
+
+def wait_back_to_original(scene: Scene, since: float, timeout: float) -> tuple[float, set[str]]:
+    """Wait for ``back_to_original``; the seconds it took from ``since``, the pods' uids."""
+    wait_for(lambda: back_to_original(scene), timeout, "back to 4, unannotated")
+    return time.time() - since, {p.metadata.uid for p in scene.pods("web")}
 
 
 def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator: Path
 ) -> None:
     """The new pods stay Pending (kubelet-less nodes) and readyTimeout is 10m: the surge would
     sit in Surging for minutes; the policy is deleted right after the scale-up. The orphan pass
     rolls it back: 4 replicas, the original pods, the annotation removed."""
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}}, later_zones=False)
-    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
-    mark = audit_log.mark()
-    nodes = kubelet_less_nodes(core_v1, fake_nodes, ("zone-b", "zone-c"))
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
-    with nodes_removed(core_v1, nodes), sampler.running():
-        create_policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m"))
-        wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the scale-up")
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        deleted = time.time()
-        state = annotation(apps_v1, namespace, "web")
-        assert state is not None and state["phase"] == "Surging", state
-        wait_for(
-            lambda: back_to_original(apps_v1, core_v1, namespace), 90, "back to 4, unannotated"
+    nodes = stranded(scene)
+    original = {p.metadata.uid for p in scene.pods("web")}
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    sampler = Sampler(scene, "web")
+    with nodes_removed(scene, nodes), sampler.running():
+        create_policy(
+            scene.custom, name, scene.namespace, **surge_spec("Enforce", readyTimeout="10m")
         )
-        took = time.time() - deleted
-        pods = list_pods(core_v1, namespace, "app=web")
-    kept = {p.metadata.uid for p in pods}
+        wait_for(lambda: sampler.samples and sampler.max_replicas == 6, 90, "the scale-up")
+        delete_policy(scene.custom, name)
+        deleted = time.time()
+        state = annotation(scene, "web")
+        assert state is not None and state["phase"] == "Surging", state
+        took, kept = wait_back_to_original(scene, deleted, 90)
     print(
         f"policy deleted mid-surge: back to 4 in {took:.1f}s; replicas max "
         f"{sampler.max_replicas}, min Ready {sampler.min_ready}, original pods kept "
@@ -634,11 +507,11 @@ def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
     )
     assert kept == original
     assert sampler.min_ready >= 4
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
     reasons = {
         e.reason
-        for e in core_v1.list_namespaced_event(
-            namespace, field_selector="involvedObject.name=web"
+        for e in scene.core.list_namespaced_event(
+            scene.namespace, field_selector="involvedObject.name=web"
         ).items
     }
     assert {"SurgeRollingBack", "SurgeRolledBack"} <= reasons, reasons
@@ -646,42 +519,30 @@ def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
 
 
 def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_down(
-    e2e_cluster: ControlPlane,
-    operator_factory: StartOperator,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
+    scene: Scene, operator_factory: StartOperator
 ) -> None:
     """The operator is SIGKILLed right after the scale-up, the policy deleted while it is down
     and the new pods become Ready meanwhile; no policy exists when it starts again. Its orphan
     pass (from start-up, with no policy at all) rolls the surge back: the new pods go."""
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
-    original = {p.metadata.uid for p in list_pods(core_v1, namespace, "app=web")}
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
+    skewed(scene, {"web": {}})
+    original = {p.metadata.uid for p in scene.pods("web")}
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    sampler = Sampler(scene, "web")
     first: OperatorProcess = operator_factory()
     with sampler.running():
-        create_policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="10m"))
-        surge_started(apps_v1, namespace)
+        create_policy(
+            scene.custom, name, scene.namespace, **surge_spec("Enforce", readyTimeout="10m")
+        )
+        surge_started(scene)
         first.kill()
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        state = annotation(apps_v1, namespace, "web")
+        delete_policy(scene.custom, name)
+        state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
-        wait_pods_ready(core_v1, namespace, "app=web", 6)  # while no operator runs
+        scene.ready("web", 6)  # while no operator runs
         second = operator_factory()
         started = time.time()
-        wait_for(
-            lambda: back_to_original(apps_v1, core_v1, namespace), 120, "back to 4, unannotated"
-        )
-        took = time.time() - started
-        pods = list_pods(core_v1, namespace, "app=web")
-    kept = {p.metadata.uid for p in pods}
+        took, kept = wait_back_to_original(scene, started, 120)
     print(
         f"restarted after the policy's deletion: back to 4 in {took:.1f}s after the start; "
         f"replicas max {sampler.max_replicas}, min Ready {sampler.min_ready}, original pods "
@@ -689,47 +550,22 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     )
     assert kept == original  # the rollback removed the surge's own (Ready) pods
     assert sampler.min_ready >= 4
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
     assert "Traceback" not in second.text()
 
 
-def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(
-    e2e_cluster: ControlPlane,
-    operator: Path,
-    namespace: str,
-    fake_nodes: FakeNodes,
-    api_client: client.ApiClient,
-    core_v1: client.CoreV1Api,
-    apps_v1: client.AppsV1Api,
-    policy_v1: client.PolicyV1Api,
-    audit_log: AuditLog,
-) -> None:
+def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(scene: Scene, operator: Path) -> None:
     """Switched to DryRun (and the remedy disabled) right after the scale-up: the operation was
     started in Enforce and is finished, not frozen at n + k (docs/surge.md)."""
-    custom = client.CustomObjectsApi(api_client)
-    skewed(fake_nodes, core_v1, apps_v1, policy_v1, namespace, {"web": {}})
-    node_zones = zone_of_nodes(core_v1, fake_nodes.node_selector)
-    mark = audit_log.mark()
-    name = f"rbp-{namespace}"
-    sampler = Sampler(apps_v1, core_v1, namespace, "web")
-    with (
-        sampler.running(),
-        policy(custom, name, namespace, **surge_spec("Enforce", readyTimeout="2m")),
-    ):
-        surge_started(apps_v1, namespace)
-        custom.patch_cluster_custom_object(
-            GROUP,
-            VERSION,
-            PLURAL,
-            name,
-            {"spec": {"mode": "DryRun", "remediation": {"surge": {"enabled": False}}}},
-        )
+    skewed(scene, {"web": {}})
+    node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with surging(scene, name) as sampler:
+        scene.patch_policy(name, mode="DryRun", remediation={"surge": {"enabled": False}})
         switched = time.time()
-        wait_for(
-            lambda: back_to_original(apps_v1, core_v1, namespace), 90, "back to 4, unannotated"
-        )
-        took = time.time() - switched
-        pods = list_pods(core_v1, namespace, "app=web")
+        took, _ = wait_back_to_original(scene, switched, 90)
+        pods = scene.pods("web")
     after = dict(pods_per_zone(pods, node_zones))
     print(
         f"switched to DryRun mid-surge: finished in {took:.1f}s; zones {after}, replicas max "
@@ -737,5 +573,5 @@ def test_a_policy_switched_to_dry_run_mid_surge_finishes_it(
     )
     assert skew(after) <= 1, after
     assert sampler.min_ready >= 4
-    assert evictions(audit_log, mark) == []
+    assert evictions(scene.audit, mark) == []
     assert "Traceback" not in operator.read_text(errors="replace")

@@ -23,6 +23,90 @@ POD = (
 POLICY = "apiVersion: respread.io/v1alpha1\nkind: RebalancePolicy\nmetadata:\n  name: p\n"
 
 
+def json_node(name: str, zone: str = "a", **spec: object) -> dict[str, object]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+        "spec": spec,
+    }
+
+
+def json_pod(name: str, node: str, **spec: object) -> dict[str, object]:
+    """A pod of the ReplicaSet a (budgets_over_pods has it)."""
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "controller": True}
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"app": "a"},
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "i"}],
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "a"}},
+                    "nodeTaintsPolicy": "Honor",
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def nodes_in_zones(count: int) -> list[dict[str, object]]:
+    return [json_node(f"n{i}", f"z{i % 3}") for i in range(count)]
+
+
+def affinity_pod(values: int) -> dict[str, object]:
+    term = {
+        "matchExpressions": [
+            {
+                "key": "topology.kubernetes.io/zone",
+                "operator": "In",
+                "values": ["z0", *(f"v{i}" for i in range(values))],
+            }
+        ]
+    }
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    return json_pod("p", "n0", affinity=affinity)
+
+
+def tainted(count: int) -> list[dict[str, object]]:
+    taints = [{"key": f"k{i}", "value": "v", "effect": "NoSchedule"} for i in range(count)]
+    tolerations = [{"key": f"k{i}", "operator": "Equal", "value": "v"} for i in range(count)]
+    nodes = [json_node(f"n{i}", f"z{i}", taints=taints) for i in range(3)]
+    return [*nodes, *(json_pod(f"p{i}", f"n{i % 3}", tolerations=tolerations) for i in range(4))]
+
+
+def budgets_over_pods(budgets: int, pods: int) -> list[dict[str, object]]:
+    pdbs = [
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"budget-{i}", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}},
+            "status": {"disruptionsAllowed": 1},
+        }
+        for i in range(budgets)
+    ]
+    replica_set = {
+        "kind": "ReplicaSet",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "a"}}},
+    }
+    nodes = nodes_in_zones(6)
+    return [*nodes, *(json_pod(f"p{i}", f"n{i % 2}") for i in range(pods)), *pdbs, replica_set]
+
+
 def bomb(levels: int, fan_out: int, tail: str) -> str:
     lines = [f"x0: &x0 [{', '.join(['lol'] * fan_out)}]"]
     for i in range(1, levels):
@@ -123,6 +207,56 @@ SNAPSHOTS: dict[str, Callable[[], str | bytes]] = {
     "list-items-not-list.yaml": lambda: "kind: List\nitems: {a: b}\n",
     "empty.yaml": lambda: "",
     "only-comments.yaml": lambda: "# nothing\n",
+    # what kubectl writes unquoted, and YAML's other special words (issue 22): read, not dropped
+    "kubectl-unquoted.yaml": lambda: (
+        NODE
+        + "---\n"
+        + POD.replace(
+            "[{name: c, image: i}]",
+            "[{name: c, image: i, args: [=, 0x_, 0b_, -0b_, 1:20, <<, 0o17, 1e400],"
+            " env: [{name: A, value: =}, {name: B, value: 0x_}]}]",
+        )
+        + "  nodeSelector: {a: =, b: 0x_, c: 1:20, d: 0o17, f: 2001-12-14}\n"
+    ),
+    "bom-after-separator.yaml": lambda: (
+        NODE + "---\n\ufeff" + POD + "---\ufeff\n" + POD.replace("p1", "p2")
+    ),
+    "one-bad-document.yaml": lambda: NODE + "---\nkind: Pod\nmetadata: {name: [x\n---\n" + POD,
+    "tag-bool-maybe.yaml": lambda: NODE + "spec: {unschedulable: !!bool maybe}\n---\n" + POD,
+    "tag-int-empty.yaml": lambda: POD + '  priority: !!int ""\n',
+    "tag-int-dash.yaml": lambda: POD + '  priority: !!int "-"\n',
+    "tag-float-empty.yaml": lambda: NODE + 'status: {allocatable: {cpu: !!float ""}}\n',
+    "tag-null-text.yaml": lambda: NODE.replace("labels: {", "labels: {x: !!null text, "),
+    "key-null.yaml": lambda: NODE.replace("labels: {", "labels: {~: a, "),
+    "merge-not-a-mapping.yaml": lambda: NODE.replace("labels: {", "labels: {<<: 5, "),
+    "control-chars-in-names.yaml": lambda: (
+        NODE + "---\n" + POD.replace("name: p1", 'name: "p\\e[31m\\a\\r1"')
+    ),
+    "list-cut-short.json": lambda: json.dumps(
+        {"apiVersion": "v1", "items": [json_node(f"n{i}") for i in range(3)], "kind": "List"}
+    )[:-60],
+    "list-item-nan.json": lambda: (
+        '{"kind": "List", "items": [' + json.dumps(json_node("n1")) + ', {"kind": "Node",'
+        ' "metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": NaN}}}]}'
+    ),
+    "list-item-5000-digits.json": lambda: (
+        '{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"}, "spec":'
+        ' {"priority": ' + "9" * 5000 + "}}, " + json.dumps(json_node("n1")) + "]}"
+    ),
+    "json-then-yaml.json": lambda: json.dumps(json_node("n1")) + "\n---\n" + POD,
+    "anchors-10001.yaml": lambda: (
+        "kind: List\nitems:\n" + "".join(f"- &a{i} {{}}\n" for i in range(10_001))
+    ),
+    "list-of-50000-empty-items.yaml": lambda: "kind: List\nitems:\n" + "- {}\n" * 50_000,
+    # time: a long value list over many nodes, many taints against many tolerations, many
+    # budgets covering many pods (bounded by indexes and by names counted beyond a few)
+    "affinity-in-20000-values.json": lambda: json.dumps(
+        {"kind": "List", "items": [*nodes_in_zones(300), affinity_pod(20_000)]}
+    ),
+    "taints-1000-by-1000.json": lambda: json.dumps({"kind": "List", "items": tainted(1000)}),
+    "budgets-500-over-200-pods.json": lambda: json.dumps(
+        {"kind": "List", "items": budgets_over_pods(500, 200)}
+    ),
 }
 
 POLICIES: dict[str, Callable[[], str | bytes]] = {
@@ -155,6 +289,24 @@ POLICIES: dict[str, Callable[[], str | bytes]] = {
         POLICY
         + "spec: {mode: null, schedule: null, eviction: {requireFit: null, minPodAge: null}}\n"
     ),
+    # issue 22: what the API server refuses (or kubectl cannot send), refused here too
+    "policy-cron-long-s.yaml": lambda: POLICY + 'spec: {schedule: {cron: "0 0 * * \u017fun"}}\n',
+    "policy-cron-step-19-digits.yaml": lambda: (
+        POLICY + 'spec: {schedule: {cron: "*/1234567890123456789 * * * *"}}\n'
+    ),
+    "policy-cron-zero-padded.yaml": lambda: (
+        POLICY + 'spec: {schedule: {cron: "' + "0" * 40 + '5 * * * *"}}\n'
+    ),
+    "policy-interval-9999.9999999999999ms.yaml": lambda: (
+        POLICY + "spec: {schedule: {interval: 9999.9999999999999ms}}\n"
+    ),
+    "policy-interval-2-63-ns.yaml": lambda: (
+        POLICY + "spec: {schedule: {interval: 2562047h47m16.854775808s}}\n"
+    ),
+    "policy-maxperrun-sexagesimal.yaml": lambda: POLICY + "spec: {eviction: {maxPerRun: 1:20}}\n",
+    "policy-bool-maybe.yaml": lambda: POLICY + "spec: {eviction: {requireFit: !!bool maybe}}\n",
+    "policy-int-empty.yaml": lambda: POLICY + 'spec: {eviction: {maxPerRun: !!int ""}}\n',
+    "policy-bom-after-separator.yaml": lambda: "# joined\n---\n\ufeff" + POLICY,
 }
 
 

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzz.runner import Outcome, check, run_forked
+from tests.support.constants import NOW
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/cluster.yaml"))
@@ -59,7 +60,6 @@ FULL_POLICY = {
     },
 }
 GOOD = str(EXAMPLES[0])
-NOW = "2026-11-22T10:00:00Z"
 
 hostile_scalars = st.one_of(
     st.none(),
@@ -96,6 +96,18 @@ hostile_scalars = st.one_of(
             "In",
             "NoSchedule",
             "Running",
+            # what kubectl writes unquoted, and names and durations the API server reads
+            # otherwise than a first guess (issue 22)
+            "=",
+            "0x_",
+            "-0b_",
+            "1:20",
+            "0 0 * * \u017fun",
+            "0" * 19 + "5 * * * *",
+            "9999.9999999999999ms",
+            "2562047h47m16.854775808s",
+            "\x1b[31m\x07",
+            "\ufeff",
         ]
     ),
 )
@@ -169,6 +181,11 @@ def damaged(draw: st.DrawFn, data: bytes) -> bytes:
                     b"\n&a [*a, *a]\n",
                     b"\nx: &x [y, y, y, y]\nz: [*x, *x, *x, *x, *x, *x, *x]\n",
                     b"\n---\n!!binary aGk=\n",
+                    b"\nv: =\nw: 0x_\nx: 1:20\ny: 0b_\n",
+                    b'\nv: !!bool maybe\nw: !!int ""\nx: !!float ""\n',
+                    b"\n---\n\xef\xbb\xbfkind: Node\nmetadata: {name: bom}\n---\xef\xbb\xbf\n",
+                    b"\n- &a1 {}\n- &a2 {}\n- *a1\n",
+                    b"\nv: .inf\nw: [.nan]\n? [k]\n: v\n",
                 ]
             )
         )

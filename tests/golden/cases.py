@@ -36,23 +36,25 @@ class Case:
 
 def _inputs() -> Iterator[tuple[str, Path, Path | None]]:
     """(name, cluster file, its own policy if it has one) for every cluster the repo holds."""
-    for d in sorted((REPO / "examples").iterdir()):
-        if (d / "cluster.yaml").is_file():
-            yield f"example-{d.name}", d / "cluster.yaml", None
+    for d in _cluster_folders(REPO / "examples"):
+        yield f"example-{d.name}", d / "cluster.yaml", None
     conformance = REPO / "tests" / "scenarios" / "conformance"
     for family in ("scheduler-filter", "descheduler"):
-        for d in sorted((conformance / family).iterdir()):
-            if (d / "cluster.yaml").is_file():
-                yield f"{family}-{d.name}", d / "cluster.yaml", None
+        for d in _cluster_folders(conformance / family):
+            yield f"{family}-{d.name}", d / "cluster.yaml", None
     for f in sorted((conformance / "review").glob("*.yaml")):
         yield f"review-{f.stem}", f, None
-    for d in sorted((REPO / "tests" / "scenarios" / "golden").iterdir()):
-        if (d / "cluster.yaml").is_file():
-            yield f"golden-{d.name}", d / "cluster.yaml", d / "policy.yaml"
+    for d in _cluster_folders(REPO / "tests" / "scenarios" / "golden"):
+        yield f"golden-{d.name}", d / "cluster.yaml", d / "policy.yaml"
     for d in sorted((REPO / "tests" / "scenarios" / "found").rglob("cluster.yaml")):
         yield f"found-{d.parent.name}", d, None
     for f in sorted((HERE / "clusters").glob("*.yaml")):  # surges settled and in flight
         yield f"golden-cluster-{f.stem}", f, None
+
+
+def _cluster_folders(folder: Path) -> list[Path]:
+    """The folders in ``folder`` that hold a cluster.yaml, by name."""
+    return [d for d in sorted(folder.iterdir()) if (d / "cluster.yaml").is_file()]
 
 
 def _incoming(cluster: Path) -> list[str]:
@@ -99,9 +101,11 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     from respread.core.timestamps import parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
+    from respread.pipeline import scan
+    from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
-    from respread.runtime.scan import compute, rfc3339
+    from respread.runtime.scan import rfc3339
 
     state = load_texts([(cluster, Path(cluster).read_text())]).state
     policy = parse_policy(yaml.safe_load(Path(policy_file).read_text())) if policy_file else None
@@ -109,13 +113,16 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     memory = PolicyMemory()
     statuses = []
     for now in (parse_rfc3339(NOW), parse_rfc3339(NOW) + 60):
-        computed = compute(state, policy, memory, now)
-        status = build_status(
-            computed.report,
-            policy,
-            rfc3339(now),
-            previous=memory.previous_status,
-            cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+        computed = scan(state, policy, now, memory.scan, memo=memory.cost_memo)
+        memory.scan = computed.memory
+        status = status_json(
+            build_status(
+                computed.report,
+                policy,
+                rfc3339(now),
+                previous=memory.previous_status,
+                cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
+            )
         )
         memory.previous_status = status
         statuses.append(status)

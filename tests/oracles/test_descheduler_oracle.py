@@ -388,40 +388,57 @@ def _misplaced(c: Comparison) -> set[tuple[str, str]]:
 def reasons(c: Comparison, kind: str) -> list[str]:
     """Why the two plans differ, as far as the cluster shows it (heuristic tags; several may
     apply; docs/oracles.md explains each)."""
+    out = []
+    if kind.startswith(("respread fewer", "both leave")) or "respread more" in kind:
+        out += _why_the_descheduler_evicts_more(c)
+    if kind.startswith(("descheduler leaves", "both leave")):
+        out += _why_the_descheduler_leaves_violations(c)
+    if kind.startswith(("respread leaves", "both leave")):
+        out += _why_respread_leaves_violations(c)
+    return out or ["the descheduler's averaging (domain sizes, not the Filter rule)"]
+
+
+def _why_the_descheduler_evicts_more(c: Comparison) -> list[str]:
+    out = []
+    if any(k not in _misplaced(c) for k in c.descheduler.evicted):
+        out.append("the descheduler evicts pods the scheduler would place where they are")
+    if any(len(g.members.profile.constraints) > 1 for g in c.analysis.violations):
+        out.append("several constraints per pod (the descheduler balances each alone)")
+    return out
+
+
+def _why_the_descheduler_leaves_violations(c: Comparison) -> list[str]:
     a = c.analysis
     violated = a.violations
     out = []
-    if kind.startswith(("respread fewer", "both leave")) or "respread more" in kind:
-        if any(k not in _misplaced(c) for k in c.descheduler.evicted):
-            out.append("the descheduler evicts pods the scheduler would place where they are")
-        if any(len(g.members.profile.constraints) > 1 for g in violated):
-            out.append("several constraints per pod (the descheduler balances each alone)")
-    if kind.startswith(("descheduler leaves", "both leave")):
-        if any(g.constraint.min_domains > 1 for g in violated):
-            out.append("minDomains (the descheduler ignores it)")
-        if any(g.unresolvable for g in violated):
-            out.append("pods on nodes without the topology key (the descheduler skips them)")
-        if any(p.owner is None or p.spec.local_storage for p in a.index.state.pods):
-            out.append("non-evictable pods (the descheduler leaves them out of its counts)")
-        if not c.descheduler.evicted:
-            out.append("the descheduler sees nothing to do")
-        elif c.descheduler.residual.pending:
-            out.append("descheduler replacements with nowhere to go")
-    if kind.startswith(("respread leaves", "both leave")):
-        own = {
-            (p.namespace, p.name) for g in violated for ps in g.members.by_node.values() for p in ps
-        }
-        if any(k not in own for k in c.descheduler.evicted):
-            out.append(
-                "the descheduler moves pods of another workload that the violated constraint "
-                "counts; respread moves only the violated workload's own pods"
-            )
-        skips = Counter(s.kind.value for s in c.plan.skipped)
-        for what in sorted(skips):
-            out.append(f"respread skipped pods: {what}")
-        if not any(o.violating_after_all == 0 for o in c.plan.outcomes):
-            out.append("respread: not fixable by eviction")
-    return out or ["the descheduler's averaging (domain sizes, not the Filter rule)"]
+    if any(g.constraint.min_domains > 1 for g in violated):
+        out.append("minDomains (the descheduler ignores it)")
+    if any(g.unresolvable for g in violated):
+        out.append("pods on nodes without the topology key (the descheduler skips them)")
+    if any(p.owner is None or p.spec.local_storage for p in a.index.state.pods):
+        out.append("non-evictable pods (the descheduler leaves them out of its counts)")
+    if not c.descheduler.evicted:
+        out.append("the descheduler sees nothing to do")
+    elif c.descheduler.residual.pending:
+        out.append("descheduler replacements with nowhere to go")
+    return out
+
+
+def _why_respread_leaves_violations(c: Comparison) -> list[str]:
+    violated = c.analysis.violations
+    out = []
+    own = {(p.namespace, p.name) for g in violated for ps in g.members.by_node.values() for p in ps}
+    if any(k not in own for k in c.descheduler.evicted):
+        out.append(
+            "the descheduler moves pods of another workload that the violated constraint "
+            "counts; respread moves only the violated workload's own pods"
+        )
+    skips = Counter(s.kind.value for s in c.plan.skipped)
+    for what in sorted(skips):
+        out.append(f"respread skipped pods: {what}")
+    if not any(o.violating_after_all == 0 for o in c.plan.outcomes):
+        out.append("respread: not fixable by eviction")
+    return out
 
 
 def outcome(c: Comparison) -> str:

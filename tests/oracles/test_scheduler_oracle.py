@@ -43,6 +43,7 @@ from respread.core.selectors import affinity_matches, untolerated_taint
 from respread.inputs.objects import load_documents
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.scheduling.explain import explain_pod
+from tests.support.constants import HOST, ZONE
 
 from ..scenarios.conftest import scenario_dirs
 from .scheduler.build import OracleBuildError, ensure_built, k8s_version
@@ -162,8 +163,6 @@ def stats(request: pytest.FixtureRequest) -> Iterator[Stats]:
 # --------------------------------------------------------------------------------------------
 # Generated clusters, as Kubernetes JSON
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 RACK = "example.com/rack"
 TIER = "example.com/tier"
 CPUS = "example.com/cpus"

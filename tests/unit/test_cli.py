@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,70 +18,39 @@ import pytest
 import yaml
 
 from respread.cli import main
+from respread.core.model import OwnerRef
+from tests.support.builders import WEB, hard, pod, replica_set, zone_node
+from tests.support.constants import NOW, ZONE
+from tests.support.manifests import Json, manifest
+from tests.support.tables import cases
 
-ZONE = "topology.kubernetes.io/zone"
-NOW = "2026-11-22T10:00:00Z"
-CONSTRAINT = {
-    "maxSkew": 1,
-    "topologyKey": ZONE,
-    "whenUnsatisfiable": "DoNotSchedule",
-    "labelSelector": {"matchLabels": {"app": "web"}},
-}
-
-
-def node_doc(name: str, zone: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {ZONE: zone, "kubernetes.io/hostname": name}},
-    }
+CREATED = 1767225600.0  # 2026-01-01T00:00:00Z
+SPREAD = (hard(ZONE, WEB),)
 
 
-def pod_doc(name: str, node: str, **constraint: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "shop",
-            "labels": {"app": "web"},
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "web",
-                    "uid": "u1",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "nginx"}],
-            "topologySpreadConstraints": [{**CONSTRAINT, **constraint}],
-        },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+def node_doc(name: str, zone: str) -> Json:
+    return manifest(zone_node(name, zone))
 
 
-REPLICASET = {
-    "apiVersion": "apps/v1",
-    "kind": "ReplicaSet",
-    "metadata": {"name": "web", "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
-    "spec": {
-        "replicas": 3,
-        "selector": {"matchLabels": {"app": "web"}},
-        "template": {
-            "metadata": {"labels": {"app": "web"}},
-            "spec": {
-                "containers": [{"name": "c", "image": "nginx"}],
-                "topologySpreadConstraints": [CONSTRAINT],
-            },
-        },
-    },
-    "status": {"replicas": 3},
-}
+def pod_doc(name: str, node: str, max_skew: int = 1, owner: str = "ReplicaSet/web") -> Json:
+    """A pod of shop/web bound to ``node``, spread by zone (maxSkew 0 makes it malformed)."""
+    kind, owner_name = owner.split("/")
+    spread = (hard(ZONE, WEB, max_skew=max_skew),)
+    owned = OwnerRef(kind, owner_name)
+    return manifest(
+        pod(
+            name,
+            node,
+            {"app": "web"},
+            constraints=spread,
+            namespace="shop",
+            owner=owned,
+            created=CREATED,
+        )
+    )
+
+
+REPLICASET = manifest(replica_set("web", 3, namespace="shop", constraints=SPREAD, created=CREATED))
 NODES = [node_doc("n1", "z1"), node_doc("n2", "z2")]
 PODS = [pod_doc("web-1", "n1"), pod_doc("web-2", "n1"), pod_doc("web-3", "n1")]
 ALL = [*NODES, REPLICASET, *PODS]
@@ -97,6 +67,18 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def policy_yaml(path: Path, name: str, spec: dict[str, Any]) -> Path:
+    """A RebalancePolicy file: ``name`` with ``spec``."""
+    doc = {
+        "apiVersion": "respread.io/v1alpha1",
+        "kind": "RebalancePolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
 
 
 def plan_json(capsys: pytest.CaptureFixture[str], *snapshot_args: str) -> dict[str, Any]:
@@ -216,17 +198,7 @@ def test_plan_reads_stdin(
 def test_plan_with_policy_file(
     capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "none"},
-                "spec": {"eviction": {"maxPerRun": 0}},
-            }
-        )
-    )
+    policy = policy_yaml(tmp_path / "policy.yaml", "none", {"eviction": {"maxPerRun": 0}})
     report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
     assert report["summary"]["violations"] == 1
     assert report["summary"]["plannedEvictions"] == 0
@@ -236,17 +208,8 @@ def test_plan_with_policy_file(
 def test_plan_excluded_namespace_is_not_planned(
     capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "skip-shop"},
-                "spec": {"selector": {"namespaces": {"exclude": ["shop"]}}},
-            }
-        )
-    )
+    spec = {"selector": {"namespaces": {"exclude": ["shop"]}}}
+    policy = policy_yaml(tmp_path / "policy.yaml", "skip-shop", spec)
     report = plan_json(capsys, "--snapshot", str(snapshot), "--policy", str(policy))
     assert report["summary"]["plannedEvictions"] == 0
 
@@ -260,20 +223,20 @@ def write(path: Path, docs: list[Any]) -> Path:
     return path
 
 
-def bad_policy(tmp: Path) -> list[str]:
+def bad_policy(tmp: Path) -> Path:
     spec = {"eviction": {"maxPerRun": -1}}
     doc = {"apiVersion": "respread.io/v1alpha1", "kind": "RebalancePolicy", "spec": spec}
-    return ["--policy", str(write(tmp / "policy.yaml", [doc]))]
+    return write(tmp / "policy.yaml", [doc])
 
 
-def configmap_policy(tmp: Path) -> list[str]:
+def configmap_policy(tmp: Path) -> Path:
     doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
-    return ["--policy", str(write(tmp / "policy.yaml", [doc]))]
+    return write(tmp / "policy.yaml", [doc])
 
 
-def two_policies(tmp: Path) -> list[str]:
+def two_policies(tmp: Path) -> Path:
     doc = {"apiVersion": "respread.io/v1alpha1", "kind": "RebalancePolicy"}
-    return ["--policy", str(write(tmp / "policy.yaml", [doc, doc]))]
+    return write(tmp / "policy.yaml", [doc, doc])
 
 
 POLICY_HEAD = {
@@ -289,11 +252,30 @@ ALIAS_BOMB = (
     )
     + b"kind: RebalancePolicy\n"
 )
+NOT_UTF8_POLICY = b"kind: RebalancePolicy\nx: \xff\n"
 
 
 def raw(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+Argv = Callable[[Path, Path], list[str]]
+
+
+def on_snapshot(command: str, *args: str, policy: Callable[[Path], Path] | None = None) -> Argv:
+    """``<command> --snapshot <the snapshot> [--policy <policy(tmp_path)>] <args>``."""
+
+    def argv(tmp: Path, snap: Path) -> list[str]:
+        policy_args = ["--policy", str(policy(tmp))] if policy else []
+        return [command, "--snapshot", str(snap), *policy_args, *args]
+
+    return argv
+
+
+def cron_policy(tmp: Path) -> Path:
+    spec = {"schedule": {"cron": "*/\u00b2 * * * *"}}  # a superscript two
+    return write(tmp / "p.yaml", [{**POLICY_HEAD, "spec": spec}])
 
 
 ERRORS = [
@@ -319,89 +301,41 @@ ERRORS = [
     ),
     (
         "invalid policy names the field",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), *bad_policy(tmp)],
+        on_snapshot("plan", policy=bad_policy),
         "spec.eviction.maxPerRun",
     ),
     (
         "policy file without a RebalancePolicy",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), *configmap_policy(tmp)],
+        on_snapshot("plan", policy=configmap_policy),
         "RebalancePolicy",
     ),
     (
         "policy file with two RebalancePolicies",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), *two_policies(tmp)],
+        on_snapshot("plan", policy=two_policies),
         "RebalancePolicy",
     ),
-    (
-        "missing policy file",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--policy", str(tmp / "p.yaml")],
-        "p.yaml",
-    ),
-    (
-        "bad --now",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--now", "yesterday"],
-        "yesterday",
-    ),
-    (
-        "explain: POD without namespace",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "web-1"],
-        "web-1",
-    ),
-    (
-        "explain: too many slashes",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/web-1/x"],
-        "shop/web-1/x",
-    ),
-    (
-        "explain: empty namespace",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "/web-1"],
-        "/web-1",
-    ),
-    (
-        "explain: empty pod name",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/"],
-        "shop/",
-    ),
-    (
-        "explain: pod not in the snapshot",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "shop/web-9"],
-        "shop/web-9",
-    ),
-    (
-        "explain: pod in another namespace",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "default/web-1"],
-        "default/web-1",
-    ),
+    ("missing policy file", on_snapshot("plan", policy=lambda tmp: tmp / "p.yaml"), "p.yaml"),
+    ("bad --now", on_snapshot("plan", "--now", "yesterday"), "yesterday"),
+    ("explain: POD without namespace", on_snapshot("explain", "web-1"), "web-1"),
+    ("explain: too many slashes", on_snapshot("explain", "shop/web-1/x"), "shop/web-1/x"),
+    ("explain: empty namespace", on_snapshot("explain", "/web-1"), "/web-1"),
+    ("explain: empty pod name", on_snapshot("explain", "shop/"), "shop/"),
+    ("explain: pod not in the snapshot", on_snapshot("explain", "shop/web-9"), "shop/web-9"),
+    ("explain: pod in another namespace", on_snapshot("explain", "default/web-1"), "default/web-1"),
     (
         "explain: invalid policy",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), *bad_policy(tmp), "shop/web-1"],
+        on_snapshot("explain", "shop/web-1", policy=bad_policy),
         "spec.eviction.maxPerRun",
     ),
-    (
-        "explain: -o without a value",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "-o"],
-        "-o",
-    ),
-    (
-        "explain: -o json but no pod",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "-o", "json"],
-        "NAMESPACE/POD",
-    ),
-    (
-        "explain: a pod that looks like an option",
-        lambda tmp, snap: ["explain", "--snapshot", str(snap), "--", "-o/x"],
-        "-o/x",
-    ),
+    ("explain: -o without a value", on_snapshot("explain", "-o"), "-o"),
+    ("explain: -o json but no pod", on_snapshot("explain", "-o", "json"), "NAMESPACE/POD"),
+    ("explain: a pod that looks like an option", on_snapshot("explain", "--", "-o/x"), "-o/x"),
     (
         "snapshot over --max-snapshot-size",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--max-snapshot-size", "1Ki"],
+        on_snapshot("plan", "--max-snapshot-size", "1Ki"),
         "--max-snapshot-size",
     ),
-    (
-        "bad --max-snapshot-size",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--max-snapshot-size", "lots"],
-        "lots",
-    ),
+    ("bad --max-snapshot-size", on_snapshot("plan", "--max-snapshot-size", "lots"), "lots"),
     (
         "non-UTF-8 snapshot",
         lambda tmp, snap: ["plan", "--snapshot", str(raw(tmp / "latin1.yaml", b"a: \xe9\n"))],
@@ -409,47 +343,20 @@ ERRORS = [
     ),
     (
         "non-UTF-8 policy",
-        lambda tmp, snap: [
-            "plan",
-            "--snapshot",
-            str(snap),
-            "--policy",
-            str(raw(tmp / "p.yaml", b"kind: RebalancePolicy\nx: \xff\n")),
-        ],
+        on_snapshot("plan", policy=lambda tmp: raw(tmp / "p.yaml", NOT_UTF8_POLICY)),
         "p.yaml: not UTF-8",
     ),
     (
         "policy alias bomb",
-        lambda tmp, snap: [
-            "plan",
-            "--snapshot",
-            str(snap),
-            "--policy",
-            str(raw(tmp / "p.yaml", ALIAS_BOMB)),
-        ],
+        on_snapshot("plan", policy=lambda tmp: raw(tmp / "p.yaml", ALIAS_BOMB)),
         "aliases",
     ),
     (
         "cron with a superscript digit",
-        lambda tmp, snap: [
-            "plan",
-            "--snapshot",
-            str(snap),
-            "--policy",
-            str(
-                write(
-                    tmp / "p.yaml",
-                    [{**POLICY_HEAD, "spec": {"schedule": {"cron": "*/\u00b2 * * * *"}}}],
-                )
-            ),
-        ],
+        on_snapshot("plan", policy=cron_policy),
         "spec.schedule.cron",
     ),
-    (
-        "unknown option",
-        lambda tmp, snap: ["plan", "--snapshot", str(snap), "--frobnicate"],
-        "--frobnicate",
-    ),
+    ("unknown option", on_snapshot("plan", "--frobnicate"), "--frobnicate"),
     (
         "explain: missing snapshot",
         lambda tmp, snap: ["explain", "--snapshot", str(tmp / "gone"), "shop/web-1"],
@@ -458,12 +365,12 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "needle"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+@cases(("argv", "needle"), ERRORS)
 def test_errors_are_one_line(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     snapshot: Path,
-    argv: Any,
+    argv: Argv,
     needle: str,
 ) -> None:
     (tmp_path / "empty").mkdir()
@@ -540,7 +447,7 @@ def test_same_snapshot_twice_counts_once(
 
 def test_malformed_object_is_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     good = write(tmp_path / "good.yaml", ALL)
-    bad = write(tmp_path / "bad.yaml", [pod_doc("broken", "n2", maxSkew=0)])
+    bad = write(tmp_path / "bad.yaml", [pod_doc("broken", "n2", max_skew=0)])
     code, out, err = run(
         capsys, "plan", "--snapshot", str(good), "--snapshot", str(bad), "--now", NOW, "-o", "json"
     )
@@ -556,7 +463,7 @@ def test_malformed_object_is_a_warning(capsys: pytest.CaptureFixture[str], tmp_p
 
 
 def test_quiet_suppresses_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = write(tmp_path / "snap.yaml", [*ALL, pod_doc("broken", "n2", maxSkew=0)])
+    path = write(tmp_path / "snap.yaml", [*ALL, pod_doc("broken", "n2", max_skew=0)])
     code, out, err = run(capsys, "plan", "-q", "--snapshot", str(path), "--now", NOW)
     assert code == 0
     assert err == ""
@@ -632,18 +539,7 @@ def test_explain_text(capsys: pytest.CaptureFixture[str], snapshot: Path) -> Non
 
 
 def policy_file(tmp_path: Path, remediation: dict[str, Any]) -> Path:
-    path = tmp_path / "remediation.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "respread.io/v1alpha1",
-                "kind": "RebalancePolicy",
-                "metadata": {"name": "remedies"},
-                "spec": {"remediation": remediation},
-            }
-        )
-    )
-    return path
+    return policy_yaml(tmp_path / "remediation.yaml", "remedies", {"remediation": remediation})
 
 
 def test_by_default_eviction_is_the_remedy_and_no_cost_is_ordered(
@@ -731,10 +627,7 @@ def test_evict_false_defers_every_eviction(
 def test_statefulsets_are_reported_as_not_ordered(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    pods = [pod_doc(f"db-{i}", "n1") for i in range(2)]
-    for p in pods:
-        p["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
-        p["metadata"]["ownerReferences"][0]["name"] = "db"
+    pods = [pod_doc(f"db-{i}", "n1", owner="StatefulSet/db") for i in range(2)]
     path = tmp_path / "sts.yaml"
     path.write_text(yaml.safe_dump_all([*NODES, *pods]), encoding="utf-8")
     policy = policy_file(tmp_path, {"deletionCost": {"enabled": True}})

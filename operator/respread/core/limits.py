@@ -7,6 +7,7 @@ hang or a crash of the YAML parser.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 INT64_MIN = -(2**63)
@@ -25,12 +26,15 @@ class Limits:
     kubectl's output never exceeds 30). ``max_aliases`` counts YAML aliases (``*name``) in one
     text: kubectl never writes them, hand-written manifests use a few. ``max_alias_nodes`` bounds
     the nodes those aliases stand for once expanded, which is what an alias bomb multiplies.
+    ``max_anchors`` counts YAML anchors (``&name``) in one text: each keeps its value for the
+    aliases that may follow it, so they are bounded too.
     """
 
     max_bytes: int = 512 * 2**20
     max_depth: int = 100
     max_aliases: int = 100
     max_alias_nodes: int = 10_000
+    max_anchors: int = 10_000
 
 
 DEFAULT_LIMITS = Limits()
@@ -63,6 +67,26 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+FEW_NAMES = 3  # names listed in a message; beyond, counted
+
+
+def few_named(names: Iterable[str], few: int = FEW_NAMES) -> str:
+    """``a, b, c`` or ``a, b, c and 4,997 more``: names in a message, listed up to a few and
+    counted beyond (5,000 budgets covering each of 2,000 pods would otherwise make a report of
+    70 MB)."""
+    listed = list(names)
+    head = ", ".join(listed[:few])
+    return head if len(listed) <= few else f"{head} and {len(listed) - few:,} more"
+
+
+def printable_lines(text: str) -> str:
+    """``text`` safe for a terminal: its line breaks kept, every other control character (ESC,
+    BEL, carriage return, ...) and unprintable character escaped, line by line."""
+    if text.isprintable():
+        return text
+    return "\n".join(line if line.isprintable() else printable(line) for line in text.split("\n"))
 
 
 def is_int64(value: int) -> bool:

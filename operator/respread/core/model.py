@@ -64,9 +64,21 @@ class Op(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
+    """One requirement of a selector. A requirement may hold 100,000 values, checked against
+    every node or pod: its values as a set, and its hash, are made once."""
+
     key: str
     op: Op
     values: tuple[str, ...] = ()
+    value_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value_set", frozenset(self.values))
+        object.__setattr__(self, "_hash", hash((self.key, self.op, self.values)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,8 @@ def parse_quantity(value: object) -> Decimal:
 
     Values far beyond what an int64 holds are refused here (before computing them).
     """
+    if isinstance(value, str):
+        return _parse_string(value)
     if isinstance(value, bool):
         raise QuantityError(f"not a quantity: {shown(value)}")
     if isinstance(value, int):
@@ -65,8 +67,10 @@ def parse_quantity(value: object) -> Decimal:
         if not math.isfinite(value):
             raise QuantityError(f"not a quantity: {shown(value)}")
         return _bounded(Decimal(repr(value)), value)
-    if not isinstance(value, str):
-        raise QuantityError(f"not a quantity: {shown(value)}")
+    raise QuantityError(f"not a quantity: {shown(value)}")
+
+
+def _parse_string(value: str) -> Decimal:
     if len(value) > _MAX_CHARS:
         raise QuantityError(f"not a quantity (over {_MAX_CHARS} characters): {shown(value)}")
     match = _QUANTITY.fullmatch(value)
@@ -77,19 +81,25 @@ def parse_quantity(value: object) -> Decimal:
     if suffix in _BINARY:
         return _bounded(number * _BINARY[suffix], value)
     if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        exponent = int(suffix[1:]) if len(suffix) < 12 else (1 if suffix[1] != "-" else -1) * 10**9
-        if number == 0:
-            return Decimal(0)
-        magnitude = number.adjusted() + exponent
-        if magnitude > _MAX_MAGNITUDE:
-            raise QuantityError(f"out of range: {shown(value)}")
-        if magnitude < _MIN_MAGNITUDE:
-            return Decimal("1e-12") if number > 0 else Decimal("-1e-12")
-        try:
-            return _bounded(number.scaleb(exponent), value)
-        except InvalidOperation:
-            raise QuantityError(f"out of range: {shown(value)}") from None
+        return _scaled(number, suffix, value)
     return _bounded(number * _DECIMAL[suffix], value)
+
+
+def _scaled(number: Decimal, suffix: str, value: str) -> Decimal:
+    """``number`` times ten to the exponent suffix (``e3``, ``E-2``), decided without computing
+    the power where the magnitude is out of range or below the smallest unit."""
+    exponent = int(suffix[1:]) if len(suffix) < 12 else (1 if suffix[1] != "-" else -1) * 10**9
+    if number == 0:
+        return Decimal(0)
+    magnitude = number.adjusted() + exponent
+    if magnitude > _MAX_MAGNITUDE:
+        raise QuantityError(f"out of range: {shown(value)}")
+    if magnitude < _MIN_MAGNITUDE:
+        return Decimal("1e-12") if number > 0 else Decimal("-1e-12")
+    try:
+        return _bounded(number.scaleb(exponent), value)
+    except InvalidOperation:
+        raise QuantityError(f"out of range: {shown(value)}") from None
 
 
 def _bounded(amount: Decimal, value: object) -> Decimal:

@@ -1,4 +1,4 @@
-"""RFC 3339 date-times, as the API server writes and reads them (metav1.Time)."""
+"""RFC 3339 date-times, as the API server writes and reads them (metav1.Time, metav1.MicroTime)."""
 
 from __future__ import annotations
 
@@ -36,3 +36,13 @@ def parse_rfc3339(value: str) -> float:
         raise ValueError(f"not a valid date and time ({err})") from None
     micro = float(fraction) if fraction else 0.0
     return moment.timestamp() + micro
+
+
+def format_rfc3339(t: float, *, micro: bool = False) -> str:
+    """Seconds since the epoch in UTC, as metav1.Time writes them (whole seconds), or with
+    ``micro`` as metav1.MicroTime does (microseconds: a Lease's acquire and renew times)."""
+    return datetime.fromtimestamp(t, UTC).strftime(_MICRO if micro else _SECONDS)
+
+
+_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
+_MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"

@@ -7,8 +7,9 @@ the expression itself, with cron's meaning, into the set of values of each field
 APScheduler explicit lists (``fields``), so the two cannot disagree.
 
 Grammar (what the CRD's CEL rule accepts too): a field is a comma-separated list of ``*``,
-``*/step``, ``N``, ``N-M`` or ``N-M/step``, with ``N <= M`` and ``step >= 1``; months and
-weekdays may be named (``jan``..``dec``, ``sun``..``sat``, any case); weekday 0 and 7 are Sunday.
+``*/step``, ``N``, ``N-M`` or ``N-M/step``, with ``N <= M`` and ``step >= 1`` (numbers may be
+zero-padded; a step has at most 18 digits after its zeros); months and weekdays may be named
+(``jan``..``dec``, ``sun``..``sat``, in any case of ASCII letters); weekday 0 and 7 are Sunday.
 When both the day of month and the day of week are restricted (neither starts with ``*``), a
 day matches if either does.
 """
@@ -80,16 +81,24 @@ class CronSchedule:
         return ({**common, "day": day, "month": month, "day_of_week": weekday},)
 
 
+MAX_DIGITS = 18  # significant digits of a number (a step, or a value before its range check)
+
+
 def _digits(text: str) -> bool:
-    """ASCII digits only: str.isdigit also accepts superscripts and other scripts' digits."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
+    """ASCII digits only (str.isdigit also accepts superscripts and other scripts' digits),
+    any number of leading zeros (cron reads 05 and 0000000000000000005 as 5, and so does the
+    CRD's rule), at most MAX_DIGITS after them (the CRD refuses longer steps: 10^19 is beyond
+    any int cron could read)."""
+    return text.isascii() and text.isdigit() and len(text.lstrip("0")) <= MAX_DIGITS
 
 
 def _number(text: str, field: _Field, part: str) -> int:
     if _digits(text):
         value = int(text)
     else:
-        named = dict(field.names).get(text.lower())
+        # ASCII names only: "ſun".lower() is no "sun", and the CRD names its letters one by one
+        # (RE2's case folding would read ſ, U+017F, as s).
+        named = dict(field.names).get(text.lower()) if text.isascii() else None
         if named is None:
             raise CronError(f"{field.name}: cannot read {shown(part)}")
         value = named

@@ -11,8 +11,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import yaml
-
 from respread.core.annotations import (
     COST_POLICY,
     COST_WRITTEN,
@@ -53,7 +51,8 @@ from respread.core.model import (
 )
 from respread.core.quantity import QuantityError, milli, units
 from respread.core.timestamps import parse_rfc3339
-from respread.inputs.documents import InputError, documents_from_text
+from respread.inputs.documents import InputError, documents_from_text, read_documents
+from respread.inputs.entries import LIST_ITEMS, LeftOut, Settled
 
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
@@ -209,52 +208,106 @@ def _key(record: Record) -> tuple[str, str, str]:
     return type(record).__name__, namespace if isinstance(namespace, str) else "", record.name
 
 
-def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
-    """The state of every readable object; a malformed one, or a second copy of an object
-    already read (same kind, namespace and name), is left out with a Problem naming it."""
-    parser = ObjectParser()
-    records: dict[type, list[Any]] = {
-        kind: [] for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace, Autoscaler)
-    }
-    problems: list[Problem] = []
-    seen: dict[tuple[str, str, str], str] = {}
-    ordinals: dict[str, int] = {}
-    for source, doc in docs:
-        ordinal = ordinals[source] = ordinals.get(source, 0) + 1
+class _Collector:
+    """The records read so far, in the order read, and the problems; the items of a List not
+    yet known to be one are parsed at once (their text dropped) but held apart until it is
+    (only those that make a record or a problem: an item of no kind respread reads costs
+    nothing to hold)."""
+
+    def __init__(self) -> None:
+        self.parser = ObjectParser()
+        self.records: dict[type, list[Any]] = {
+            kind: []
+            for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace, Autoscaler)
+        }
+        self.problems: list[Problem] = []
+        self.seen: dict[tuple[str, str, str], str] = {}
+        self.ordinals: dict[str, int] = {}
+        self.pending: list[tuple[int, str, Record | Problem, Any]] | None = None
+        self.pending_count = 0  # items since LIST_ITEMS, kept or not
+
+    def add(self, source: str, entry: Any) -> None:
+        if entry is LIST_ITEMS:
+            self.pending, self.pending_count = [], 0
+        elif isinstance(entry, Settled):
+            self._settle(source, entry)
+        elif self.pending is not None:
+            item_source, parsed, identity = self._parsed(source, entry)
+            if parsed is not None:
+                self.pending.append((self.pending_count, item_source, parsed, identity))
+            self.pending_count += 1
+        else:
+            self._keep(*self._parsed(source, entry))
+
+    def _settle(self, source: str, settled: Settled) -> None:
+        pending, count = self.pending or [], self.pending_count
+        self.pending, self.pending_count = None, 0
+        if settled.is_list:
+            base = self.ordinals.get(source, 0)
+            for position, item_source, parsed, identity in pending:
+                self.ordinals[source] = base + position
+                self._keep(item_source, parsed, identity)
+            self.ordinals[source] = base + count
+        elif settled.root is not None:
+            self._keep(*self._parsed(source, settled.root))
+
+    def _parsed(self, source: str, doc: Any) -> tuple[str, Record | Problem | None, Any]:
+        """(source, the record or the problem or None for a kind respread does not read,
+        the object's kind and name for a later message)."""
+        if isinstance(doc, LeftOut):
+            kind, label = _identity(doc.doc) if isinstance(doc.doc, dict) else ("", "")
+            return source, Problem(source, kind, label, doc.field, doc.message), None
         if not isinstance(doc, dict):
-            problems.append(Problem(source, "", "", "", "not a Kubernetes object (not a mapping)"))
-            continue
+            message = "not a Kubernetes object (not a mapping)"
+            return source, Problem(source, "", "", "", message), None
         try:
-            record = parser.parse(doc)
+            record = self.parser.parse(doc)
         except FieldError as err:
             kind, label = _identity(doc)
-            problems.append(Problem(source, kind, label, err.path, err.message))
-            continue
-        if record is None:
-            continue
+            return source, Problem(source, kind, label, err.path, err.message), None
+        return source, record, _identity(doc) if record is not None else None
+
+    def _keep(self, source: str, parsed: Record | Problem | None, identity: Any) -> None:
+        ordinal = self.ordinals[source] = self.ordinals.get(source, 0) + 1
+        if parsed is None:
+            return
+        if isinstance(parsed, Problem):
+            self.problems.append(parsed)
+            return
         place = f"{source} (object {ordinal})"
-        key = _key(record)
-        first = seen.setdefault(key, place)
+        first = self.seen.setdefault(_key(parsed), place)
         if first is not place:
-            kind, label = _identity(doc)
-            problems.append(
-                Problem(
-                    source, kind, label, "", f"seen twice, in {first} and in {place}: counted once"
-                )
-            )
-            continue
-        records[type(record)].append(record)
-    state = ClusterState(
-        nodes=tuple(records[Node]),
-        pods=tuple(records[Pod]),
-        budgets=tuple(records[DisruptionBudget]),
-        workloads=tuple(records[Workload]),
-        services=tuple(records[Service]),
-        namespaces=tuple(records[Namespace]),
-        taken_at=taken_at,
-        autoscalers=tuple(records[Autoscaler]),
-    )
-    return LoadResult(state, tuple(problems))
+            kind, label = identity
+            message = f"seen twice, in {first} and in {place}: counted once"
+            self.problems.append(Problem(source, kind, label, "", message))
+            return
+        self.records[type(parsed)].append(parsed)
+
+    def result(self, taken_at: float | None) -> LoadResult:
+        records = self.records
+        state = ClusterState(
+            nodes=tuple(records[Node]),
+            pods=tuple(records[Pod]),
+            budgets=tuple(records[DisruptionBudget]),
+            workloads=tuple(records[Workload]),
+            services=tuple(records[Service]),
+            namespaces=tuple(records[Namespace]),
+            taken_at=taken_at,
+            autoscalers=tuple(records[Autoscaler]),
+        )
+        return LoadResult(state, tuple(self.problems))
+
+
+def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
+    """The state of every readable object; a malformed one, or a second copy of an object
+    already read (same kind, namespace and name), is left out with a Problem naming it.
+
+    ``docs`` are objects (mappings), or the entries of respread.inputs.documents.read_documents
+    (what could not be read, and the items of Lists, handed on as they were read)."""
+    collector = _Collector()
+    for source, doc in docs:
+        collector.add(source, doc)
+    return collector.result(taken_at)
 
 
 def load_texts(
@@ -262,27 +315,16 @@ def load_texts(
     taken_at: float | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> LoadResult:
-    """Parse several (source, text) pairs; a text that cannot be read becomes one Problem."""
-    docs: list[tuple[str, Any]] = []
-    problems: list[Problem] = []
+    """Parse several (source, text) pairs, each object as soon as it is read (a text is never
+    held as objects whole); what cannot be read is a Problem naming it, the rest is read."""
+    collector = _Collector()
     for source, text in texts:
         try:
-            docs.extend(documents_from_text(text, source, limits))
+            for entry in read_documents(text, limits):
+                collector.add(source, entry)
         except InputError as err:
-            problems.append(Problem(source, "", "", "", f"cannot be read: {err}"))
-        except yaml.YAMLError as err:
-            problems.append(Problem(source, "", "", "", yaml_problem(err)))
-    result = load_documents(docs, taken_at)
-    return LoadResult(result.state, tuple(problems) + result.problems)
-
-
-def yaml_problem(err: yaml.YAMLError) -> str:
-    """One line for a YAML error: the parser's reason (cut) and the line."""
-    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-    where = f" at line {mark.line + 1}" if mark is not None else ""
-    reason = getattr(err, "problem", None)
-    why = f": {shown(reason)[1:-1]}" if isinstance(reason, str) and reason else ""
-    return f"not valid YAML or JSON{where}{why}"
+            collector.add(source, LeftOut(None, "", f"cannot be read: {err}"))
+    return collector.result(taken_at)
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,6 +566,31 @@ def _policy(raw: Mapping[str, Any], where: str, key: str) -> Policy | None:
         raise FieldError(f"{where}.{key}", f"must be Honor or Ignore, got {shown(value)}") from None
 
 
+def _when(raw: Mapping[str, Any], where: str) -> When:
+    try:
+        when_raw = raw.get("whenUnsatisfiable")
+        return When(when_raw if isinstance(when_raw, str) else "")
+    except ValueError:
+        raise FieldError(
+            f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
+        ) from None
+
+
+def _min_domains(raw: Mapping[str, Any], where: str, when: When) -> int | None:
+    min_domains = raw.get("minDomains")
+    if min_domains is None:
+        return None
+    if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
+        raise FieldError(f"{where}.minDomains", "must be greater than zero")
+    if min_domains > INT32_MAX:
+        raise FieldError(f"{where}.minDomains", f"out of range for an int32: {shown(min_domains)}")
+    if when is not When.DO_NOT_SCHEDULE:
+        raise FieldError(
+            f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
+        )
+    return min_domains
+
+
 def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> SpreadConstraint:
     """One topology spread constraint, validated as the API server validates it (section 9)."""
     intern = intern or _Interner()
@@ -535,25 +602,8 @@ def spread_constraint(raw: Any, where: str, intern: _Interner | None = None) -> 
     key = _str(raw, where, "topologyKey")
     if not key:
         raise FieldError(f"{where}.topologyKey", "must not be empty")
-    try:
-        when_raw = raw.get("whenUnsatisfiable")
-        when = When(when_raw if isinstance(when_raw, str) else "")
-    except ValueError:
-        raise FieldError(
-            f"{where}.whenUnsatisfiable", "must be DoNotSchedule or ScheduleAnyway"
-        ) from None
-    min_domains = raw.get("minDomains")
-    if min_domains is not None:
-        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
-            raise FieldError(f"{where}.minDomains", "must be greater than zero")
-        if min_domains > INT32_MAX:
-            raise FieldError(
-                f"{where}.minDomains", f"out of range for an int32: {shown(min_domains)}"
-            )
-        if when is not When.DO_NOT_SCHEDULE:
-            raise FieldError(
-                f"{where}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule"
-            )
+    when = _when(raw, where)
+    min_domains = _min_domains(raw, where, when)
     keys = _list(raw, where, "matchLabelKeys")
     if any(not isinstance(k, str) or not k for k in keys):
         raise FieldError(f"{where}.matchLabelKeys", "keys must be non-empty strings")

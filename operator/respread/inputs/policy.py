@@ -11,7 +11,6 @@ never fire).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,6 +18,7 @@ from typing import Any
 
 from respread.core.limits import INT64_MAX, is_int64, printable, shown
 from respread.core.model import LabelSelector, SpreadConstraint, When
+from respread.inputs import durations
 from respread.inputs.cron import CronError, parse_cron
 from respread.inputs.objects import FieldError, label_selector, spread_constraint
 from respread.inputs.policy_schema import SCHEMA
@@ -138,27 +138,33 @@ class RebalancePolicy:
 
 DEFAULT_POLICY = RebalancePolicy()
 
-MAX_DURATION = INT64_MAX / 1e9  # seconds: about 292 years
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|ms|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
 
 def parse_duration(value: object, path: str) -> float:
-    """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it.
+    """A Go-style duration ("90s", "5m", "1h30m", "250ms"), as the CRD's pattern accepts it,
+    in seconds.
 
     A bare number is refused, as the API server refuses it: "90" could mean seconds or minutes.
     """
     if not isinstance(value, str) or not value:
         raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(value):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT[match.group(2)]
-        pos = match.end()
-    if pos != len(value) or pos == 0:
-        raise PolicyError(path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}")
-    return total
+    try:
+        return durations.seconds(value)
+    except ValueError:
+        raise PolicyError(
+            path, f"expected a duration such as 30s, 5m or 1h, got {shown(value)}"
+        ) from None
+
+
+def at_least_10s(value: object, path: str) -> float:
+    """A duration the CRD's rule compares with ``duration('10s')``, read as CEL reads it (Go's
+    ParseDuration, to the nanosecond): at least 10s, and at most 2^63-1 nanoseconds."""
+    parse_duration(value, path)
+    nanos = durations.go_duration(str(value))
+    if nanos is None:
+        raise PolicyError(path, "out of range (at most 2562047h47m16.854775807s)")
+    if nanos < 10 * 10**9:
+        raise PolicyError(path, "must be at least 10s")
+    return nanos / 1e9
 
 
 def _section(raw: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
@@ -253,15 +259,42 @@ def parse_policy(doc: Mapping[str, Any]) -> RebalancePolicy:
 def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> RebalancePolicy:
     spec = _section(doc, "spec", "")
     path = "spec"
+    generation = meta.get("generation", 0)
+    # The sections in the order their errors are reported.
+    return RebalancePolicy(
+        name=name or "default",
+        generation=generation if isinstance(generation, int) else 0,
+        mode=_mode(spec, path),
+        schedule=_schedule(spec, path),
+        selection=_selection(_section(spec, "selector", path), f"{path}.selector"),
+        constraints=_constraints(_section(spec, "constraints", path), f"{path}.constraints"),
+        eviction=_eviction(_section(spec, "eviction", path), f"{path}.eviction"),
+        remediation=_remediation(_section(spec, "remediation", path), f"{path}.remediation"),
+        report_max_items=_ranged(
+            _section(spec, "report", path), "maxItems", f"{path}.report", 20, 500
+        ),
+    )
 
+
+def _ranged(raw: Mapping[str, Any], key: str, path: str, default: int, most: int) -> int:
+    """An integer from 1 to ``most``."""
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise PolicyError(f"{path}.{key}", f"must be an integer from 1 to {most}")
+    return value
+
+
+def _mode(spec: Mapping[str, Any], path: str) -> Mode:
     mode_raw = spec.get("mode", Mode.DRY_RUN.value)
     try:
-        mode = Mode(mode_raw)
+        return Mode(mode_raw)
     except ValueError:
         raise PolicyError(
             f"{path}.mode", f"must be DryRun or Enforce, got {shown(mode_raw)}"
         ) from None
 
+
+def _schedule(spec: Mapping[str, Any], path: str) -> Schedule:
     sched_raw = _section(spec, "schedule", path)
     if "interval" in sched_raw and "cron" in sched_raw:
         raise PolicyError(f"{path}.schedule", "set exactly one of interval and cron")
@@ -277,46 +310,50 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         problem = cron_problem(cron)
         if problem:
             raise PolicyError(f"{path}.schedule.cron", f"{problem} in {shown(cron)}")
-        schedule = Schedule(interval=None, cron=cron)
-    else:
-        interval = parse_duration(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
-        if interval < 10:
-            raise PolicyError(f"{path}.schedule.interval", "must be at least 10s")
-        if interval > MAX_DURATION:
-            # The CRD's rule reads it with CEL's duration(): an int64 of nanoseconds.
-            raise PolicyError(f"{path}.schedule.interval", "out of range (at most 2562047h)")
-        schedule = Schedule(interval=interval)
+        return Schedule(interval=None, cron=cron)
+    interval = at_least_10s(sched_raw.get("interval", "5m"), f"{path}.schedule.interval")
+    return Schedule(interval=interval)
 
-    sel_raw = _section(spec, "selector", path)
-    ns_raw = _section(sel_raw, "namespaces", f"{path}.selector")
-    selection = Selection(
-        include_namespaces=_strings(ns_raw, "include", f"{path}.selector.namespaces", frozenset()),
+
+def _selection(raw: Mapping[str, Any], path: str) -> Selection:
+    ns_raw = _section(raw, "namespaces", path)
+    return Selection(
+        include_namespaces=_strings(ns_raw, "include", f"{path}.namespaces", frozenset()),
         exclude_namespaces=_strings(
-            ns_raw, "exclude", f"{path}.selector.namespaces", frozenset({"kube-system"})
+            ns_raw, "exclude", f"{path}.namespaces", frozenset({"kube-system"})
         ),
-        namespace_selector=_selector(sel_raw, "namespaceSelector", f"{path}.selector"),
-        pod_selector=_selector(sel_raw, "podSelector", f"{path}.selector"),
+        namespace_selector=_selector(raw, "namespaceSelector", path),
+        pod_selector=_selector(raw, "podSelector", path),
     )
 
-    con_raw = _section(spec, "constraints", path)
-    when_raw = con_raw.get("whenUnsatisfiable", [When.DO_NOT_SCHEDULE.value])
+
+def _constraints(raw: Mapping[str, Any], path: str) -> ConstraintSettings:
+    when_raw = raw.get("whenUnsatisfiable", [When.DO_NOT_SCHEDULE.value])
     if not isinstance(when_raw, list) or not when_raw:
         raise PolicyError(
-            f"{path}.constraints.whenUnsatisfiable", "must list DoNotSchedule and/or ScheduleAnyway"
+            f"{path}.whenUnsatisfiable", "must list DoNotSchedule and/or ScheduleAnyway"
         )
     try:
         whens = frozenset(When(w) for w in when_raw)
     except ValueError:
         raise PolicyError(
-            f"{path}.constraints.whenUnsatisfiable",
+            f"{path}.whenUnsatisfiable",
             f"must list DoNotSchedule and/or ScheduleAnyway, got {shown(when_raw)}",
         ) from None
-    defaults_raw = con_raw.get("defaultConstraints") or []
+    return ConstraintSettings(
+        when_unsatisfiable=whens,
+        default_constraints=_default_constraints(raw, f"{path}.defaultConstraints"),
+        empty_selector_matches_all=_bool(raw, "emptySelectorMatchesAll", path, False),
+    )
+
+
+def _default_constraints(raw: Mapping[str, Any], path: str) -> tuple[SpreadConstraint, ...]:
+    defaults_raw = raw.get("defaultConstraints") or []
     if not isinstance(defaults_raw, list):
-        raise PolicyError(f"{path}.constraints.defaultConstraints", "must be a list")
+        raise PolicyError(path, "must be a list")
     defaults = []
     for i, c in enumerate(defaults_raw):
-        where = f"{path}.constraints.defaultConstraints[{i}]"
+        where = f"{path}[{i}]"
         if isinstance(c, dict) and c.get("labelSelector") is not None:
             raise PolicyError(
                 f"{where}.labelSelector",
@@ -328,71 +365,40 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
             raise PolicyError(err.path, err.message) from None
     pairs = [(c.topology_key, c.when) for c in defaults]
     if len(set(pairs)) != len(pairs):
-        raise PolicyError(
-            f"{path}.constraints.defaultConstraints",
-            "each {topologyKey, whenUnsatisfiable} pair may appear once",
-        )
-    constraints = ConstraintSettings(
-        when_unsatisfiable=whens,
-        default_constraints=tuple(defaults),
-        empty_selector_matches_all=_bool(
-            con_raw, "emptySelectorMatchesAll", f"{path}.constraints", False
-        ),
-    )
+        raise PolicyError(path, "each {topologyKey, whenUnsatisfiable} pair may appear once")
+    return tuple(defaults)
 
-    ev_raw = _section(spec, "eviction", path)
-    ev_path = f"{path}.eviction"
-    prot_raw = _section(ev_raw, "protections", ev_path)
-    grace = ev_raw.get("gracePeriodSeconds")
+
+def _eviction(raw: Mapping[str, Any], path: str) -> EvictionSettings:
+    prot_raw = _section(raw, "protections", path)
+    grace = raw.get("gracePeriodSeconds")
     if grace is not None and (
         not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace <= INT64_MAX
     ):
-        raise PolicyError(f"{ev_path}.gracePeriodSeconds", "must be a non-negative integer")
-    eviction = EvictionSettings(
-        max_per_run=_cap(ev_raw, "maxPerRun", ev_path, 10),
-        max_per_node=_cap(ev_raw, "maxPerNode", ev_path, None),
-        max_per_namespace=_cap(ev_raw, "maxPerNamespace", ev_path, None),
-        max_per_workload=_cap(ev_raw, "maxPerWorkload", ev_path, 1),
-        require_fit=_bool(ev_raw, "requireFit", ev_path, True),
-        min_pod_age=parse_duration(ev_raw.get("minPodAge", "5m"), f"{ev_path}.minPodAge"),
-        cooldown=parse_duration(ev_raw.get("cooldown", "10m"), f"{ev_path}.cooldown"),
+        raise PolicyError(f"{path}.gracePeriodSeconds", "must be a non-negative integer")
+    return EvictionSettings(
+        max_per_run=_cap(raw, "maxPerRun", path, 10),
+        max_per_node=_cap(raw, "maxPerNode", path, None),
+        max_per_namespace=_cap(raw, "maxPerNamespace", path, None),
+        max_per_workload=_cap(raw, "maxPerWorkload", path, 1),
+        require_fit=_bool(raw, "requireFit", path, True),
+        min_pod_age=parse_duration(raw.get("minPodAge", "5m"), f"{path}.minPodAge"),
+        cooldown=parse_duration(raw.get("cooldown", "10m"), f"{path}.cooldown"),
         protections=Protections(
-            local_storage=_bool(prot_raw, "localStorage", f"{ev_path}.protections", True),
+            local_storage=_bool(prot_raw, "localStorage", f"{path}.protections", True),
             persistent_volume_claims=_bool(
-                prot_raw, "persistentVolumeClaims", f"{ev_path}.protections", False
+                prot_raw, "persistentVolumeClaims", f"{path}.protections", False
             ),
-            system_critical=_bool(prot_raw, "systemCritical", f"{ev_path}.protections", True),
+            system_critical=_bool(prot_raw, "systemCritical", f"{path}.protections", True),
         ),
         grace_period_seconds=grace,
-    )
-
-    remediation = _remediation(_section(spec, "remediation", path), f"{path}.remediation")
-
-    rep_raw = _section(spec, "report", path)
-    max_items = rep_raw.get("maxItems", 20)
-    if not isinstance(max_items, int) or isinstance(max_items, bool) or not 1 <= max_items <= 500:
-        raise PolicyError(f"{path}.report.maxItems", "must be an integer from 1 to 500")
-
-    generation = meta.get("generation", 0)
-    return RebalancePolicy(
-        name=name or "default",
-        generation=generation if isinstance(generation, int) else 0,
-        mode=mode,
-        schedule=schedule,
-        selection=selection,
-        constraints=constraints,
-        eviction=eviction,
-        report_max_items=max_items,
-        remediation=remediation,
     )
 
 
 def _remediation(raw: Mapping[str, Any], path: str) -> RemediationSettings:
     cost_raw = _section(raw, "deletionCost", path)
     cost_path = f"{path}.deletionCost"
-    patches = cost_raw.get("maxPatchesPerScan", 50)
-    if not isinstance(patches, int) or isinstance(patches, bool) or not 1 <= patches <= 1000:
-        raise PolicyError(f"{cost_path}.maxPatchesPerScan", "must be an integer from 1 to 1000")
+    patches = _ranged(cost_raw, "maxPatchesPerScan", cost_path, 50, 1000)
     return RemediationSettings(
         evict=_bool(raw, "evict", path, True),
         deletion_cost=DeletionCostSettings(
@@ -405,15 +411,11 @@ def _remediation(raw: Mapping[str, Any], path: str) -> RemediationSettings:
 
 
 def _surge(raw: Mapping[str, Any], path: str) -> SurgeSettings:
-    max_surge = raw.get("maxSurge", 3)
-    if not isinstance(max_surge, int) or isinstance(max_surge, bool) or not 1 <= max_surge <= 100:
-        raise PolicyError(f"{path}.maxSurge", "must be an integer from 1 to 100")
+    max_surge = _ranged(raw, "maxSurge", path, 3, 100)
     when = raw.get("when", SurgeWhen.WHEN_EVICTION_BLOCKED.value)
     if when not in {w.value for w in SurgeWhen}:
         raise PolicyError(f"{path}.when", "must be WhenEvictionBlocked or Always")
-    timeout = parse_duration(raw.get("readyTimeout", "5m"), f"{path}.readyTimeout")
-    if timeout < 10:
-        raise PolicyError(f"{path}.readyTimeout", "must be at least 10s")
+    timeout = at_least_10s(raw.get("readyTimeout", "5m"), f"{path}.readyTimeout")
     return SurgeSettings(
         enabled=_bool(raw, "enabled", path, False),
         when=SurgeWhen(when),

@@ -7,6 +7,53 @@ and bounds); the CRD's CEL rules are respread.inputs.policy's own checks.
 
 from typing import Any
 
+_DOMAINS_MAX_OR_MIN: dict[str, Any] = {
+    "properties": {"name": {"maxLength": 253, "type": "string"}, "pods": {"type": "integer"}},
+    "type": "object",
+}
+
+_WORKLOAD: dict[str, Any] = {
+    "properties": {
+        "kind": {"maxLength": 253, "type": "string"},
+        "name": {"maxLength": 253, "type": "string"},
+    },
+    "type": "object",
+}
+
+_SELECTOR_FIELDS: dict[str, Any] = {
+    "matchExpressions": {
+        "items": {
+            "properties": {
+                "key": {"maxLength": 317, "minLength": 1, "type": "string"},
+                "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist"], "type": "string"},
+                "values": {
+                    "items": {"maxLength": 63, "type": "string"},
+                    "maxItems": 256,
+                    "type": "array",
+                },
+            },
+            "required": ["key", "operator"],
+            "type": "object",
+            "x-kubernetes-validations": [
+                {
+                    "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
+                    "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
+                }
+            ],
+        },
+        "maxItems": 32,
+        "type": "array",
+    },
+    "matchLabels": {"additionalProperties": {"maxLength": 63, "type": "string"}, "type": "object"},
+}
+
+_INTERVAL_OR_READY_TIMEOUT_RULES: list[Any] = [
+    {
+        "message": "must be at least 10s",
+        "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
+    }
+]
+
 SCHEMA: dict[str, Any] = {
     "description": "RebalancePolicy configures respread: which workloads are scanned for Pod Topology Spread Constraint violations, how often, and whether (and how carefully) pods are evicted so the scheduler places their replacements where the constraints want them.",
     "properties": {
@@ -246,12 +293,7 @@ SCHEMA: dict[str, Any] = {
                                     "maxLength": 64,
                                     "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                                     "type": "string",
-                                    "x-kubernetes-validations": [
-                                        {
-                                            "message": "must be at least 10s",
-                                            "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
-                                        }
-                                    ],
+                                    "x-kubernetes-validations": _INTERVAL_OR_READY_TIMEOUT_RULES,
                                 },
                                 "when": {
                                     "default": "WhenEvictionBlocked",
@@ -288,11 +330,11 @@ SCHEMA: dict[str, Any] = {
                             "x-kubernetes-validations": [
                                 {
                                     "message": 'must be a five-field cron expression such as "*/10 * * * *" (minute 0-59, hour 0-23, day of month 1-31, month 1-12 or jan-dec, day of week 0-7 or sun-sat; lists, ranges and /steps after * or a range allowed)',
-                                    "rule": "self.matches(\n  r'^\\s*' +  // minute 0-59\n  r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // hour 0-23\n  r'((\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // day of month 1-31\n  r'((\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // month 1-12 or jan-dec\n  r'((\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0*([1-9]|1[0-2])|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(/0*[1-9][0-9]*)?)?)' +\n  r'\\s+' +  // day of week 0-7 or sun-sat\n  r'((\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?),)*(\\*(/0*[1-9][0-9]*)?|(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0*[0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))(/0*[1-9][0-9]*)?)?)' +\n  r'\\s*$')",
+                                    "rule": "self.matches(\n  r'^\\s*' +  // minute 0-59\n  r'((\\*(/0*[1-9][0-9]{0,17})?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]{0,17})?)?),)*(\\*(/0*[1-9][0-9]{0,17})?|0*([0-9]|[1-5][0-9])(-0*([0-9]|[1-5][0-9])(/0*[1-9][0-9]{0,17})?)?)' +\n  r'\\s+' +  // hour 0-23\n  r'((\\*(/0*[1-9][0-9]{0,17})?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]{0,17})?)?),)*(\\*(/0*[1-9][0-9]{0,17})?|0*([0-9]|1[0-9]|2[0-3])(-0*([0-9]|1[0-9]|2[0-3])(/0*[1-9][0-9]{0,17})?)?)' +\n  r'\\s+' +  // day of month 1-31\n  r'((\\*(/0*[1-9][0-9]{0,17})?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]{0,17})?)?),)*(\\*(/0*[1-9][0-9]{0,17})?|0*([1-9]|[12][0-9]|3[01])(-0*([1-9]|[12][0-9]|3[01])(/0*[1-9][0-9]{0,17})?)?)' +\n  r'\\s+' +  // month 1-12 or jan-dec\n  r'((\\*(/0*[1-9][0-9]{0,17})?|(0*([1-9]|1[0-2])|([jJ][aA][nN]|[fF][eE][bB]|[mM][aA][rR]|[aA][pP][rR]|[mM][aA][yY]|[jJ][uU][nN]|[jJ][uU][lL]|[aA][uU][gG]|[sS][eE][pP]|[oO][cC][tT]|[nN][oO][vV]|[dD][eE][cC]))(-(0*([1-9]|1[0-2])|([jJ][aA][nN]|[fF][eE][bB]|[mM][aA][rR]|[aA][pP][rR]|[mM][aA][yY]|[jJ][uU][nN]|[jJ][uU][lL]|[aA][uU][gG]|[sS][eE][pP]|[oO][cC][tT]|[nN][oO][vV]|[dD][eE][cC]))(/0*[1-9][0-9]{0,17})?)?),)*(\\*(/0*[1-9][0-9]{0,17})?|(0*([1-9]|1[0-2])|([jJ][aA][nN]|[fF][eE][bB]|[mM][aA][rR]|[aA][pP][rR]|[mM][aA][yY]|[jJ][uU][nN]|[jJ][uU][lL]|[aA][uU][gG]|[sS][eE][pP]|[oO][cC][tT]|[nN][oO][vV]|[dD][eE][cC]))(-(0*([1-9]|1[0-2])|([jJ][aA][nN]|[fF][eE][bB]|[mM][aA][rR]|[aA][pP][rR]|[mM][aA][yY]|[jJ][uU][nN]|[jJ][uU][lL]|[aA][uU][gG]|[sS][eE][pP]|[oO][cC][tT]|[nN][oO][vV]|[dD][eE][cC]))(/0*[1-9][0-9]{0,17})?)?)' +\n  r'\\s+' +  // day of week 0-7 or sun-sat\n  r'((\\*(/0*[1-9][0-9]{0,17})?|(0*[0-7]|([sS][uU][nN]|[mM][oO][nN]|[tT][uU][eE]|[wW][eE][dD]|[tT][hH][uU]|[fF][rR][iI]|[sS][aA][tT]))(-(0*[0-7]|([sS][uU][nN]|[mM][oO][nN]|[tT][uU][eE]|[wW][eE][dD]|[tT][hH][uU]|[fF][rR][iI]|[sS][aA][tT]))(/0*[1-9][0-9]{0,17})?)?),)*(\\*(/0*[1-9][0-9]{0,17})?|(0*[0-7]|([sS][uU][nN]|[mM][oO][nN]|[tT][uU][eE]|[wW][eE][dD]|[tT][hH][uU]|[fF][rR][iI]|[sS][aA][tT]))(-(0*[0-7]|([sS][uU][nN]|[mM][oO][nN]|[tT][uU][eE]|[wW][eE][dD]|[tT][hH][uU]|[fF][rR][iI]|[sS][aA][tT]))(/0*[1-9][0-9]{0,17})?)?)' +\n  r'\\s*$')",
                                 },
                                 {
                                     "message": "a range in the cron expression runs backwards (such as 5-3)",
-                                    "rule": "self.findAll('[0-9A-Za-z]+-[0-9A-Za-z]+').all(r,\n  (r.split('-')[0].lowerAscii().matches('^[0-9]{1,18}$') ? int(r.split('-')[0].lowerAscii())\n   : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) >= 0\n     ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) / 3 + 1\n     : 'sunmontuewedthufrisat'.indexOf(r.split('-')[0].lowerAscii()) / 3)\n  <= (r.split('-')[1].lowerAscii().matches('^[0-9]{1,18}$') ? int(r.split('-')[1].lowerAscii())\n      : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) >= 0\n        ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) / 3 + 1\n        : 'sunmontuewedthufrisat'.indexOf(r.split('-')[1].lowerAscii()) / 3))",
+                                    "rule": "self.findAll('[0-9A-Za-z]+-[0-9A-Za-z]+').all(r,\n  (r.split('-')[0].lowerAscii().matches('^0*[0-9]{1,18}$') ? int(r.split('-')[0].lowerAscii())\n   : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) >= 0\n     ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[0].lowerAscii()) / 3 + 1\n     : 'sunmontuewedthufrisat'.indexOf(r.split('-')[0].lowerAscii()) / 3)\n  <= (r.split('-')[1].lowerAscii().matches('^0*[0-9]{1,18}$') ? int(r.split('-')[1].lowerAscii())\n      : 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) >= 0\n        ? 'janfebmaraprmayjunjulaugsepoctnovdec'.indexOf(r.split('-')[1].lowerAscii()) / 3 + 1\n        : 'sunmontuewedthufrisat'.indexOf(r.split('-')[1].lowerAscii()) / 3))",
                                 },
                             ],
                         },
@@ -300,12 +342,7 @@ SCHEMA: dict[str, Any] = {
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
-                            "x-kubernetes-validations": [
-                                {
-                                    "message": "must be at least 10s",
-                                    "rule": "!self.matches(r'^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$') || duration(self) >= duration('10s')",
-                                }
-                            ],
+                            "x-kubernetes-validations": _INTERVAL_OR_READY_TIMEOUT_RULES,
                         },
                     },
                     "type": "object",
@@ -322,42 +359,7 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "namespaceSelector": {
                             "description": "A label selector on Namespace objects; absent means every namespace.",
-                            "properties": {
-                                "matchExpressions": {
-                                    "items": {
-                                        "properties": {
-                                            "key": {
-                                                "maxLength": 317,
-                                                "minLength": 1,
-                                                "type": "string",
-                                            },
-                                            "operator": {
-                                                "enum": ["In", "NotIn", "Exists", "DoesNotExist"],
-                                                "type": "string",
-                                            },
-                                            "values": {
-                                                "items": {"maxLength": 63, "type": "string"},
-                                                "maxItems": 256,
-                                                "type": "array",
-                                            },
-                                        },
-                                        "required": ["key", "operator"],
-                                        "type": "object",
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
-                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
-                                            }
-                                        ],
-                                    },
-                                    "maxItems": 32,
-                                    "type": "array",
-                                },
-                                "matchLabels": {
-                                    "additionalProperties": {"maxLength": 63, "type": "string"},
-                                    "type": "object",
-                                },
-                            },
+                            "properties": _SELECTOR_FIELDS,
                             "type": "object",
                             "x-kubernetes-map-type": "atomic",
                         },
@@ -381,42 +383,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "podSelector": {
                             "description": "A label selector limiting which pods may be evicted (every matching pod is still counted); absent means every pod.",
-                            "properties": {
-                                "matchExpressions": {
-                                    "items": {
-                                        "properties": {
-                                            "key": {
-                                                "maxLength": 317,
-                                                "minLength": 1,
-                                                "type": "string",
-                                            },
-                                            "operator": {
-                                                "enum": ["In", "NotIn", "Exists", "DoesNotExist"],
-                                                "type": "string",
-                                            },
-                                            "values": {
-                                                "items": {"maxLength": 63, "type": "string"},
-                                                "maxItems": 256,
-                                                "type": "array",
-                                            },
-                                        },
-                                        "required": ["key", "operator"],
-                                        "type": "object",
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "message": "values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist",
-                                                "rule": "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
-                                            }
-                                        ],
-                                    },
-                                    "maxItems": 32,
-                                    "type": "array",
-                                },
-                                "matchLabels": {
-                                    "additionalProperties": {"maxLength": 63, "type": "string"},
-                                    "type": "object",
-                                },
-                            },
+                            "properties": _SELECTOR_FIELDS,
                             "type": "object",
                             "x-kubernetes-map-type": "atomic",
                         },
@@ -476,13 +443,7 @@ SCHEMA: dict[str, Any] = {
                                 "maxItems": 8,
                                 "type": "array",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "required": ["namespace", "workload"],
                         "type": "object",
@@ -550,13 +511,7 @@ SCHEMA: dict[str, Any] = {
                                 "maxProperties": 16,
                                 "type": "object",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },
@@ -604,13 +559,7 @@ SCHEMA: dict[str, Any] = {
                                 "type": "string",
                             },
                             "targetReplicas": {"type": "integer"},
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },
@@ -636,20 +585,8 @@ SCHEMA: dict[str, Any] = {
                                 "description": "The eligible domains, the fullest and the emptiest.",
                                 "properties": {
                                     "count": {"type": "integer"},
-                                    "max": {
-                                        "properties": {
-                                            "name": {"maxLength": 253, "type": "string"},
-                                            "pods": {"type": "integer"},
-                                        },
-                                        "type": "object",
-                                    },
-                                    "min": {
-                                        "properties": {
-                                            "name": {"maxLength": 253, "type": "string"},
-                                            "pods": {"type": "integer"},
-                                        },
-                                        "type": "object",
-                                    },
+                                    "max": _DOMAINS_MAX_OR_MIN,
+                                    "min": _DOMAINS_MAX_OR_MIN,
                                 },
                                 "type": "object",
                             },
@@ -676,13 +613,7 @@ SCHEMA: dict[str, Any] = {
                                 "enum": ["DoNotSchedule", "ScheduleAnyway"],
                                 "type": "string",
                             },
-                            "workload": {
-                                "properties": {
-                                    "kind": {"maxLength": 253, "type": "string"},
-                                    "name": {"maxLength": 253, "type": "string"},
-                                },
-                                "type": "object",
-                            },
+                            "workload": _WORKLOAD,
                         },
                         "type": "object",
                     },

@@ -22,8 +22,9 @@ Pure: ``check`` returns the defaulted copy, or raises SchemaError naming the fir
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from copy import deepcopy
 from typing import Any
 
@@ -90,6 +91,23 @@ def _object(schema: Mapping[str, Any], value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SchemaError(path, f"must be of type object, got {shown(value)}")
     props: Mapping[str, Any] = schema.get("properties", {})
+    out = _fields(schema, props, value, path)
+    for key, sub in props.items():
+        if key not in out and "default" in sub:
+            out[key] = _walk(sub, deepcopy(sub["default"]), _join(path, key))
+    for key in schema.get("required", ()):
+        if key not in out:
+            raise SchemaError(_join(path, key), "Required value")
+    if "maxProperties" in schema and len(out) > schema["maxProperties"]:
+        raise SchemaError(path, f"must have at most {schema['maxProperties']} properties")
+    return out
+
+
+def _fields(
+    schema: Mapping[str, Any], props: Mapping[str, Any], value: dict[Any, Any], path: str
+) -> dict[str, Any]:
+    """The fields present, each checked by its schema: a null where the schema does not allow
+    one is dropped (to be defaulted), an unknown field refused unless the schema keeps them."""
     extra = schema.get("additionalProperties")
     preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
     out: dict[str, Any] = {}
@@ -108,24 +126,37 @@ def _object(schema: Mapping[str, Any], value: Any, path: str) -> dict[str, Any]:
             out[key] = item
         else:
             raise SchemaError(where, f'unknown field "{where}"')
-    for key, sub in props.items():
-        if key not in out and "default" in sub:
-            out[key] = _walk(sub, deepcopy(sub["default"]), _join(path, key))
-    for key in schema.get("required", ()):
-        if key not in out:
-            raise SchemaError(_join(path, key), "Required value")
-    if "maxProperties" in schema and len(out) > schema["maxProperties"]:
-        raise SchemaError(path, f"must have at most {schema['maxProperties']} properties")
     return out
+
+
+# The bounds of a type's size or value, in the API server's order and words: the keyword, how a
+# value falls outside it, and the message.
+_BOUNDS: dict[str, tuple[tuple[str, Callable[[int, int], bool], str], ...]] = {
+    "array": (
+        ("maxItems", operator.gt, "must have at most {} items"),
+        ("minItems", operator.lt, "must have at least {} items"),
+    ),
+    "string": (
+        ("maxLength", operator.gt, "may not be longer than {} characters"),
+        ("minLength", operator.lt, "should be at least {} characters long"),
+    ),
+    "integer": (
+        ("minimum", operator.lt, "should be greater than or equal to {}"),
+        ("maximum", operator.gt, "should be less than or equal to {}"),
+    ),
+}
+
+
+def _within_bounds(kind: str, schema: Mapping[str, Any], measure: int, path: str) -> None:
+    for keyword, beyond, message in _BOUNDS[kind]:
+        if keyword in schema and beyond(measure, schema[keyword]):
+            raise SchemaError(path, message.format(schema[keyword]))
 
 
 def _array(schema: Mapping[str, Any], value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise SchemaError(path, f"must be of type array, got {shown(value)}")
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        raise SchemaError(path, f"must have at most {schema['maxItems']} items")
-    if "minItems" in schema and len(value) < schema["minItems"]:
-        raise SchemaError(path, f"must have at least {schema['minItems']} items")
+    _within_bounds("array", schema, len(value), path)
     items = schema.get("items", {})
     out = [_walk(items, item, f"{path}[{i}]") for i, item in enumerate(value)]
     keys = schema.get("x-kubernetes-list-map-keys")
@@ -144,10 +175,7 @@ def _array(schema: Mapping[str, Any], value: Any, path: str) -> list[Any]:
 def _string(schema: Mapping[str, Any], value: Any, path: str) -> str:
     if not isinstance(value, str):
         raise SchemaError(path, f"must be of type string, got {shown(value)}")
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise SchemaError(path, f"may not be longer than {schema['maxLength']} characters")
-    if "minLength" in schema and len(value) < schema["minLength"]:
-        raise SchemaError(path, f"should be at least {schema['minLength']} characters long")
+    _within_bounds("string", schema, len(value), path)
     if "enum" in schema and value not in schema["enum"]:
         raise SchemaError(path, f"must be one of {', '.join(schema['enum'])}, got {shown(value)}")
     pattern = schema.get("pattern")
@@ -167,10 +195,7 @@ def _integer(schema: Mapping[str, Any], value: Any, path: str) -> int:
     # for custom resources, so a schema says `maximum` where it means it.
     if not INT64_MIN <= value <= INT64_MAX:
         raise SchemaError(path, f"out of range for an int64: {shown(value)}")
-    if "minimum" in schema and value < schema["minimum"]:
-        raise SchemaError(path, f"should be greater than or equal to {schema['minimum']}")
-    if "maximum" in schema and value > schema["maximum"]:
-        raise SchemaError(path, f"should be less than or equal to {schema['maximum']}")
+    _within_bounds("integer", schema, value, path)
     return value
 
 
@@ -211,18 +236,22 @@ def _metadata(meta: Any) -> None:
     if name is None and generate is None:
         raise SchemaError("metadata.name", "Required value: name or generateName is required")
     for key, value in (("name", name), ("generateName", generate)):
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise SchemaError(f"metadata.{key}", f"must be a string, got {shown(value)}")
-        candidate = value if key == "name" else value.rstrip("-") or "a"
-        if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(candidate):
-            raise SchemaError(
-                f"metadata.{key}",
-                f"a lowercase RFC 1123 subdomain of at most 253 characters, got {shown(value)}",
-            )
+        if value is not None:
+            _object_name(key, value)
     for key in ("labels", "annotations"):
         _string_map(meta.get(key), f"metadata.{key}", labels=key == "labels")
+
+
+def _object_name(key: str, value: Any) -> None:
+    """A name, or a generateName (a name's prefix), is a DNS subdomain."""
+    if not isinstance(value, str):
+        raise SchemaError(f"metadata.{key}", f"must be a string, got {shown(value)}")
+    candidate = value if key == "name" else value.rstrip("-") or "a"
+    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(candidate):
+        raise SchemaError(
+            f"metadata.{key}",
+            f"a lowercase RFC 1123 subdomain of at most 253 characters, got {shown(value)}",
+        )
 
 
 def _string_map(value: Any, path: str, labels: bool) -> None:

@@ -28,9 +28,9 @@ from respread.core.annotations import (
     FIELD_MANAGER,
     ReleaseAction,
 )
+from respread.core.limits import few_named
+from respread.kube.client import MERGE_PATCH
 from respread.scheduling.controller import parse_cost
-
-MERGE_PATCH = "application/merge-patch+json"
 
 
 class CostResult(StrEnum):
@@ -129,7 +129,7 @@ def write_cost(
             return CostResult.SKIPPED, f"its cost changed since the scan (now {raw!r})"
         foreign = sorted(read.owners - {FIELD_MANAGER})
         if foreign and raw is not None and not take_over:
-            return CostResult.SKIPPED, f"its cost is owned by {', '.join(foreign)}"
+            return CostResult.SKIPPED, f"its cost is owned by {few_named(foreign)}"
         named = read.annotations.get(COST_POLICY)
         if policy is not None and named is not None and named not in (seen_policy, policy):
             return CostResult.OVERLAP, f"RebalancePolicy {named} took its cost since the scan"
@@ -152,15 +152,7 @@ def _patch(
     """A JSON merge patch of these annotations (None: removed), as respread's field manager,
     refused by the API server (409) if the pod changed since `resource_version` was read."""
     body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
-    response = core.patch_namespaced_pod(
-        name,
-        namespace,
-        body,
-        field_manager=FIELD_MANAGER,
-        _content_type=MERGE_PATCH,
-        _preload_content=False,
-    )
-    drain(response)
+    drain(core.patch_namespaced_pod(name, namespace, body, **MERGE_PATCH))
 
 
 def drain(response: Any) -> None:

@@ -17,9 +17,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.core.annotations import FIELD_MANAGER, SURGE_STATE
-
-MERGE_PATCH = "application/merge-patch+json"
+from respread.core.annotations import SURGE_STATE
+from respread.kube.client import MERGE_PATCH
 
 
 class PatchResult(StrEnum):
@@ -80,12 +79,7 @@ def patch_surge(
         body["spec"] = {"replicas": replicas}
     try:
         response: Any = client.AppsV1Api(api).patch_namespaced_deployment(
-            name,
-            namespace,
-            body,
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
-            _preload_content=False,
+            name, namespace, body, **MERGE_PATCH
         )
         data = json.loads(response.data or b"{}")
     except ApiException as err:

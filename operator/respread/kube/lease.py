@@ -15,9 +15,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from respread.core.annotations import FIELD_MANAGER
 from respread.kube.client import KubeError
-
-FIELD_MANAGER = "respread"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +28,10 @@ class LeaseObject:
 def _decode(response: Any) -> dict[str, Any]:
     data = json.loads(response.data or b"{}")
     return data if isinstance(data, dict) else {}
+
+
+# A request's refusal (ApiException) or transport error: `_fail` words either as one KubeError.
+_FAILURES = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 def _fail(action: str, namespace: str, name: str, err: Exception) -> KubeError:
@@ -48,11 +51,9 @@ def read_lease(
         response = coordination.read_namespaced_lease(
             name, namespace, _preload_content=False, _request_timeout=timeout
         )
-    except ApiException as err:
-        if err.status == 404:
+    except _FAILURES as err:
+        if isinstance(err, ApiException) and err.status == 404:
             return None
-        raise _fail("reading", namespace, name, err) from None
-    except (urllib3.exceptions.HTTPError, OSError) as err:
         raise _fail("reading", namespace, name, err) from None
     body = _decode(response)
     meta = body.get("metadata") or {}
@@ -80,28 +81,18 @@ def write_lease(
         "metadata": meta,
         "spec": spec,
     }
+    options: dict[str, Any] = {
+        "field_manager": FIELD_MANAGER,
+        "_preload_content": False,
+        "_request_timeout": timeout,
+    }
     try:
         if resource_version is None:
-            coordination.create_namespaced_lease(
-                namespace,
-                body,
-                field_manager=FIELD_MANAGER,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
+            coordination.create_namespaced_lease(namespace, body, **options)
         else:
-            coordination.replace_namespaced_lease(
-                name,
-                namespace,
-                body,
-                field_manager=FIELD_MANAGER,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-    except ApiException as err:
-        if err.status == 409:
+            coordination.replace_namespaced_lease(name, namespace, body, **options)
+    except _FAILURES as err:
+        if isinstance(err, ApiException) and err.status == 409:
             return False
-        raise _fail("writing", namespace, name, err) from None
-    except (urllib3.exceptions.HTTPError, OSError) as err:
         raise _fail("writing", namespace, name, err) from None
     return True

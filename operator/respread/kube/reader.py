@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import KubeError, get_json
+from respread.kube.client import GROUP, PLURAL, VERSION, KubeError, get_json, listing
 
 # (kind, list path): everything the pipeline reads.
 LISTS = (
@@ -55,18 +54,33 @@ def read_cluster(
     server = api.configuration.host
     out: list[tuple[str, dict[str, Any]]] = []
     for kind, path in LISTS:
-        try:
+        with listing(kind, server):
             items = list(list_objects(api, kind, path))
-        except ApiException as err:
-            raise KubeError(
-                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
         if progress is not None:
             progress(f"read {len(items)} {kind} object(s)")
         out.extend((f"{server}{path}", item) for item in items)
     return out
+
+
+POLICIES = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+
+
+def read_policies(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every RebalancePolicy, as the API server has it (metadata, spec and status)."""
+    server = api.configuration.host
+    with listing("RebalancePolicy", server):
+        try:
+            items = list(list_objects(api, "RebalancePolicy", POLICIES))
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            raise KubeError(
+                f"the RebalancePolicy CRD is not installed at {server} "
+                f"(no {PLURAL}.{GROUP}/{VERSION}; kubectl apply -k crds/)"
+            ) from None
+    for item in items:
+        item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+    return items
 
 
 def list_keys(
@@ -78,17 +92,11 @@ def list_keys(
     server = api.configuration.host
     out: dict[str, dict[tuple[str, str], str]] = {}
     for kind, path in paths.items():
-        try:
-            found: dict[tuple[str, str], str] = {}
+        found: dict[tuple[str, str], str] = {}
+        with listing(kind, server):
             for item in list_objects(api, kind, path, METADATA_ONLY):
                 meta = item.get("metadata") or {}
                 key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                 found[key] = str(meta.get("resourceVersion") or "")
-            out[kind] = found
-        except ApiException as err:
-            raise KubeError(
-                f"listing {kind} objects at {server} failed: HTTP {err.status} {err.reason}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(f"cannot reach the API server at {server}: {err}") from None
+        out[kind] = found
     return out

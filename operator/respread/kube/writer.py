@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import GROUP, PLURAL, VERSION, KubeError
+from respread.kube.client import GROUP, MERGE_PATCH, PLURAL, VERSION, KubeError
 
 EVENT_NAMESPACE = "default"  # Events about cluster-scoped policies live here
 COMPONENT = "respread"
@@ -47,14 +47,7 @@ def set_finalizer(api: client.ApiClient, policy: str, finalizer: str, *, present
         wanted = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
         body = {"metadata": {"finalizers": wanted, "resourceVersion": meta.get("resourceVersion")}}
         response = custom.patch_cluster_custom_object(
-            GROUP,
-            VERSION,
-            PLURAL,
-            policy,
-            body,
-            field_manager=COMPONENT,
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
+            GROUP, VERSION, PLURAL, policy, body, **MERGE_PATCH
         )
         read = getattr(response, "read", None)  # to its end: the connection is reused
         if callable(read):

@@ -6,20 +6,17 @@ nothing says nothing; many changes at once are told in one Event.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from respread.report.status import violation_key
+from respread.report.model import Report, Violation, ViolationKey
 
-ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
 EVENT_DETAIL = 5  # up to this many new violations get an Event each; more, one Event for all
 EVENT_NAMES = 3  # violations an aggregated Event names
 
 
 @dataclass(frozen=True, slots=True)
 class Changes:
-    found: list[Mapping[str, Any]]  # report entries of the violations new in this scan
+    found: list[Violation]  # the violations new in this scan
     resolved: list[ViolationKey]
 
 
@@ -28,12 +25,19 @@ def _named(key: ViolationKey) -> str:
     return f"{namespace}/{kind}/{name} {topology_key}"
 
 
-def changes(report: Mapping[str, Any], known: frozenset[ViolationKey]) -> Changes:
+def changes(report: Report, known: frozenset[ViolationKey]) -> Changes:
     """The violations this scan found that the previous one did not, and those it resolved."""
-    current = {violation_key(v): v for v in report["violations"]}
+    current = {v.key: v for v in report.violations}
     found = [v for key, v in current.items() if key not in known]
     resolved = sorted(known - current.keys())
     return Changes(found, resolved)
+
+
+def _found(v: Violation) -> str:
+    return (
+        f"{v.workload.namespace}/{v.workload.name}: {v.topology_key} skew {v.skew} > maxSkew "
+        f"{v.max_skew} ({v.cause.value}); {v.message}"
+    )
 
 
 def change_events(changes: Changes) -> list[tuple[str, bool, str]]:
@@ -43,18 +47,10 @@ def change_events(changes: Changes) -> list[tuple[str, bool, str]]:
     out: list[tuple[str, bool, str]] = []
     found = changes.found
     if 0 < len(found) <= EVENT_DETAIL:
-        for v in found:
-            out.append(
-                (
-                    "ViolationFound",
-                    True,
-                    f"{v['namespace']}/{v['workload']['name']}: {v['topologyKey']} skew "
-                    f"{v['skew']} > maxSkew {v['maxSkew']} ({v['cause']}); {v['message']}",
-                )
-            )
+        out.extend(("ViolationFound", True, _found(v)) for v in found)
     elif found:
         named = ", ".join(
-            f"{v['namespace']}/{v['workload']['name']} ({v['topologyKey']} skew {v['skew']})"
+            f"{v.workload.namespace}/{v.workload.name} ({v.topology_key} skew {v.skew})"
             for v in found[:EVENT_NAMES]
         )
         out.append(

@@ -37,13 +37,7 @@ from typing import Any
 from kubernetes import client
 
 from respread.core.model import (
-    Autoscaler,
     ClusterState,
-    DisruptionBudget,
-    Namespace,
-    Node,
-    Pod,
-    Service,
     Workload,
 )
 from respread.inputs.objects import FieldError, ObjectParser, Record
@@ -322,19 +316,13 @@ class ClusterCache:
             for w in r[kind].values()
             if isinstance(w, Workload)
         )
-        nodes: tuple[Node, ...] = values("Node")
-        pods: tuple[Pod, ...] = values("Pod")
-        budgets: tuple[DisruptionBudget, ...] = values("PodDisruptionBudget")
-        services: tuple[Service, ...] = values("Service")
-        namespaces: tuple[Namespace, ...] = values("Namespace")
-        autoscalers: tuple[Autoscaler, ...] = values("HorizontalPodAutoscaler")
         return ClusterState(
-            nodes=nodes,
-            pods=pods,
-            budgets=budgets,
+            nodes=values("Node"),
+            pods=values("Pod"),
+            budgets=values("PodDisruptionBudget"),
             workloads=workloads,
-            services=services,
-            namespaces=namespaces,
+            services=values("Service"),
+            namespaces=values("Namespace"),
             taken_at=time.time(),
-            autoscalers=autoscalers,
+            autoscalers=values("HorizontalPodAutoscaler"),
         )

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kubernetes import client
 
@@ -25,7 +26,6 @@ from respread.remedies.cost.release import (
     Lifecycle,
     ReleasePlan,
     cost_event,
-    cost_status,
     coverage,
     finalizer_due,
     ordered_pods,
@@ -35,6 +35,8 @@ from respread.remedies.cost.release import (
     settled,
     tagged,
 )
+from respread.report.contract import deletion_cost_status_json
+from respread.report.status import deletion_cost_status
 from respread.runtime import metrics
 from respread.runtime.acting import Acting, always, check
 from respread.runtime.cache import ClusterCache
@@ -50,25 +52,36 @@ async def write_costs(
     """Write this scan's pod-deletion-cost patches (already bounded by maxPatchesPerScan)."""
     writes = []
     for entry in costs.patches:
-        check(acting)
-        write = await asyncio.to_thread(
-            write_cost,
+        write = await _cost_request(
             api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
+            policy,
+            acting,
+            write_cost,
+            entry.pod,
             expected=entry.current,
             cost=entry.desired,
             take_over=policy.remediation.deletion_cost.take_over,
-            policy=policy.name,
             seen_policy=entry.pod.annotations.get(COST_POLICY),
         )
-        writes.append(_counted(policy, write))
+        writes.append(write)
     _summarise(policy, writes, "pod-deletion-cost", costs.deferred_patches)
     return writes
 
 
-def _counted(policy: RebalancePolicy, write: CostWrite) -> CostWrite:
+async def _cost_request(
+    api: client.ApiClient,
+    policy: RebalancePolicy,
+    acting: Acting,
+    request: Callable[..., CostWrite],
+    pod: Pod,
+    **fields: Any,
+) -> CostWrite:
+    """One pod's cost write or take-back (``request``) in the policy's name, on a thread (the
+    client blocks), once this replica may still act; counted and logged."""
+    check(acting)
+    write = await asyncio.to_thread(
+        request, api, pod.namespace, pod.name, uid=pod.uid, policy=policy.name, **fields
+    )
     metrics.COST_PATCHES.labels(policy.name, write.result.value).inc()
     log.debug(
         "pod-deletion-cost of %s/%s: %s (%s)",
@@ -122,18 +135,10 @@ async def release_costs(
                 )
             )
             continue
-        check(acting)
-        done = await asyncio.to_thread(
-            release_cost,
-            api,
-            entry.pod.namespace,
-            entry.pod.name,
-            uid=entry.pod.uid,
-            policy=policy.name,
-            action=entry.action,
-            hand_to=entry.hand_to,
+        done = await _cost_request(
+            api, policy, acting, release_cost, entry.pod, action=entry.action, hand_to=entry.hand_to
         )
-        out.append(_counted(policy, done))
+        out.append(done)
     _summarise(policy, out, "pod-deletion-cost taken back:", plan.deferred)
     return out
 
@@ -254,7 +259,8 @@ async def take_back(
     released = await release_costs(api, policy, releases, acting)
     counts = tally(state.pods, policy.name, None, writes=[], releases=releases, released=released)
     check(acting)
-    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status(counts)})
+    cost_status = deletion_cost_status_json(deletion_cost_status(counts))
+    await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status})
     event = cost_event(counts)
     if event is not None:
         reason, warning, message = event

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kubernetes import client
 
+from respread.core.timestamps import format_rfc3339
 from respread.kube.lease import read_lease, write_lease
 from respread.runtime import metrics
 from respread.runtime.leadership import (
@@ -31,7 +32,6 @@ from respread.runtime.leadership import (
     decide,
     leading_until,
     lease_spec,
-    microtime,
     observe,
     parse_lease,
     released,
@@ -122,7 +122,7 @@ class LeaderElector:
                 self._observed,
                 identity=self.identity,
                 now=time.monotonic(),
-                timestamp=microtime(time.time()),
+                timestamp=format_rfc3339(time.time(), micro=True),
                 timing=self.timing,
             )
             if decision.action is Action.FOLLOW:
@@ -195,7 +195,9 @@ class LeaderElector:
             )
             if current is None:
                 return
-            record = released(parse_lease(current.spec), self.identity, microtime(time.time()))
+            record = released(
+                parse_lease(current.spec), self.identity, format_rfc3339(time.time(), micro=True)
+            )
             if record is None:
                 return
             if await asyncio.to_thread(

@@ -17,14 +17,14 @@ The rules are client-go's (k8s.io/client-go/tools/leaderelection):
 
 `decide` says what to do with the Lease as read; `LeaseTiming` holds the three durations.
 Times given to `decide` are the candidate's local clock (monotonic is best); timestamps written
-into the Lease are RFC 3339 strings the caller makes from its wall clock (`microtime`).
+into the Lease are RFC 3339 strings the caller makes from its wall clock
+(`respread.core.timestamps.format_rfc3339(..., micro=True)`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -207,8 +207,3 @@ def lease_spec(record: LeaseRecord) -> dict[str, Any]:
     if record.renew_time is not None:
         spec["renewTime"] = record.renew_time
     return spec
-
-
-def microtime(wall: float) -> str:
-    """A metav1.MicroTime for a Unix time: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

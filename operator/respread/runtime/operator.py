@@ -28,17 +28,25 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
 from respread.kube.client import GROUP, PLURAL, VERSION, api_client
 from respread.kube.writer import patch_status
 from respread.remedies.cost.release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
+from respread.report.contract import conditions_status_json
+from respread.report.model import (
+    ConditionsStatus,
+    ConditionStatus,
+    ConditionType,
+    StatusCondition,
+)
 from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.leadership import LeaseTiming
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.reflector import Reflectors
-from respread.runtime.scan import rfc3339, run_scan
+from respread.runtime.scan import run_scan
 from respread.runtime.triggers import overdue_at, trigger_for
 
 log = logging.getLogger(__name__)
@@ -237,80 +245,15 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="policies")
     def on_policy(*, type: str, body: kopf.Body, **_: Any) -> None:
-        name = body.get("metadata", {}).get("name", "")
-        if type == "DELETED":
-            app.unschedule(name)
-            return
-        lifecycle = lifecycle_of(body.get("metadata", {}))
-        try:
-            policy = parse_policy(body)
-        except PolicyError as err:
-            log.error("%s", err)
-            if lifecycle.deleting_since is not None and lifecycle.finalizer:
-                # deleting: its costs are still taken back (by name; the defaults' bound)
-                app.schedule(
-                    replace(DEFAULT_POLICY, name=name),
-                    body.get("metadata", {}).get("uid"),
-                    lifecycle,
-                )
-                return
-            app.unschedule(name)
-            if not app.acting():
-                return  # the leader reports it
-            status = {
-                "observedGeneration": body.get("metadata", {}).get("generation", 0),
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "False",
-                        "reason": "InvalidPolicy",
-                        "message": str(err)[:1024],
-                        "lastTransitionTime": rfc3339(time.time()),
-                    }
-                ],
-            }
-            patch_status(app.api, name, status)
-            return
-        app.statuses[name] = dict(body.get("status") or {})
-        app.schedule(policy, body.get("metadata", {}).get("uid"), lifecycle)
+        _on_policy(app, type, body)  # kopf passes the watch event's type as `type`
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False  # respread posts its own, meaningful Events
-        settings.watching.server_timeout = 300
-        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
-        app.reflectors = Reflectors(app.api, app.cache)
-        app.reflectors.start()
-        app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
-        app.scheduler.start()
-        surges.watch_orphans(  # a policy being deleted hands its surges to the orphan pass
-            app.api,
-            app.cache,
-            lambda: [
-                n
-                for n in app.policies
-                if app.lifecycles.get(n, NOT_DELETING).deleting_since is None
-            ],
-            app.acting,
-        )
-        if app.elector is not None:
-            app.election_task = asyncio.create_task(app.elector.run(), name="leader election")
-        else:
-            metrics.LEADER.set(1)
+        _start(app, settings)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
-        if app.scheduler is not None:
-            app.scheduler.shutdown(wait=False)
-        surges.stop_orphans()
-        if app.reflectors is not None:
-            app.reflectors.close(timeout=0)
-        for task in list(app.running):
-            task.cancel()
-        if app.elector is not None:
-            if app.election_task is not None:
-                app.election_task.cancel()
-            await app.elector.stop()  # stops acting, then releases the Lease
+        await _stop(app)
 
     @kopf.on.probe(registry=registry, id="scans")
     def scans(**_: Any) -> dict[str, Any]:
@@ -326,6 +269,84 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
         return app.elector.identity if app.acting() else f"following {app.elector.holder or '-'}"
 
     return registry
+
+
+def _on_policy(app: App, event: str, body: kopf.Body) -> None:
+    """A RebalancePolicy was created, changed or deleted: (re)schedule its scans, or stop them."""
+    metadata = body.get("metadata", {})
+    name = metadata.get("name", "")
+    if event == "DELETED":
+        app.unschedule(name)
+        return
+    lifecycle = lifecycle_of(metadata)
+    try:
+        policy = parse_policy(body)
+    except PolicyError as err:
+        log.error("%s", err)
+        _on_invalid_policy(app, name, metadata, lifecycle, err)
+        return
+    app.statuses[name] = dict(body.get("status") or {})
+    app.schedule(policy, metadata.get("uid"), lifecycle)
+
+
+def _on_invalid_policy(
+    app: App, name: str, metadata: Any, lifecycle: Lifecycle, err: PolicyError
+) -> None:
+    """A policy that does not parse: one being deleted still takes its costs back (by name, the
+    defaults' bound); any other stops scanning, and the leader says why in its status."""
+    if lifecycle.deleting_since is not None and lifecycle.finalizer:
+        app.schedule(replace(DEFAULT_POLICY, name=name), metadata.get("uid"), lifecycle)
+        return
+    app.unschedule(name)
+    if not app.acting():
+        return  # the leader reports it
+    invalid = StatusCondition(
+        type=ConditionType.READY,
+        status=ConditionStatus.FALSE,
+        reason="InvalidPolicy",
+        message=str(err)[:1024],
+        last_transition_time=format_rfc3339(time.time()),
+    )
+    generation = metadata.get("generation", 0)
+    patch_status(app.api, name, conditions_status_json(ConditionsStatus(generation, (invalid,))))
+
+
+def _start(app: App, settings: kopf.OperatorSettings) -> None:
+    """kopf's settings, then the watches, the scheduler, the orphaned-surge pass and the
+    leader election (or leadership at once, standalone)."""
+    settings.posting.enabled = False  # respread posts its own, meaningful Events
+    settings.watching.server_timeout = 300
+    settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+    app.reflectors = Reflectors(app.api, app.cache)
+    app.reflectors.start()
+    app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
+    app.scheduler.start()
+    surges.watch_orphans(  # a policy being deleted hands its surges to the orphan pass
+        app.api,
+        app.cache,
+        lambda: [
+            n for n in app.policies if app.lifecycles.get(n, NOT_DELETING).deleting_since is None
+        ],
+        app.acting,
+    )
+    if app.elector is not None:
+        app.election_task = asyncio.create_task(app.elector.run(), name="leader election")
+    else:
+        metrics.LEADER.set(1)
+
+
+async def _stop(app: App) -> None:
+    if app.scheduler is not None:
+        app.scheduler.shutdown(wait=False)
+    surges.stop_orphans()
+    if app.reflectors is not None:
+        app.reflectors.close(timeout=0)
+    for task in list(app.running):
+        task.cancel()
+    if app.elector is not None:
+        if app.election_task is not None:
+            app.election_task.cancel()
+        await app.elector.stop()  # stops acting, then releases the Lease
 
 
 class _SuspectOnKopfErrors(logging.Handler):

@@ -155,35 +155,47 @@ def _patch_unchanged(
 
 def _advance(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
     """One step of an operation in flight (blocking: run in a thread)."""
-    op, action, ref = f.operation, f.action, f.workload
-    dep = f.deployment
-    kind = action.kind
+    kind = f.action.kind
     if kind is ActionKind.WAIT:
         return None
     if kind in (ActionKind.DONE, ActionKind.STAND_DOWN):
-        after = next_operation(op, action, keep_record=not f.orphaned)
-        write = patch_surge(
-            api,
-            ref.namespace,
-            ref.name,
-            resource_version=dep.resource_version,
-            operation=after.to_json() if after is not None else None,
+        return _conclude(api, f)
+    return _scale_back(api, f)
+
+
+def _conclude(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
+    """An operation that is over (done, or stood down): its record updated or removed."""
+    op, action, ref = f.operation, f.action, f.workload
+    after = next_operation(op, action, keep_record=not f.orphaned)
+    write = patch_surge(
+        api,
+        ref.namespace,
+        ref.name,
+        resource_version=f.deployment.resource_version,
+        operation=after.to_json() if after is not None else None,
+    )
+    if write.result is not PatchResult.WRITTEN:
+        return None  # the next round sees why
+    if op.phase is Phase.ROLLED_BACK:  # an orphan's record removed: nothing happened
+        log.info("surge of %s: %s", ref, action.reason)
+        return None
+    if action.kind is ActionKind.DONE:
+        rolled = op.phase is Phase.ROLLING_BACK
+        return SurgeEvent(
+            ref,
+            "SurgeRolledBack" if rolled else "SurgeFinished",
+            f"{action.reason}" + (f" after a rollback: {op.reason}" if rolled else ""),
+            warning=rolled,
         )
-        if write.result is not PatchResult.WRITTEN:
-            return None  # the next round sees why
-        if op.phase is Phase.ROLLED_BACK:  # an orphan's record removed: nothing happened
-            log.info("surge of %s: %s", ref, action.reason)
-            return None
-        if kind is ActionKind.DONE:
-            rolled = op.phase is Phase.ROLLING_BACK
-            return SurgeEvent(
-                ref,
-                "SurgeRolledBack" if rolled else "SurgeFinished",
-                f"{action.reason}" + (f" after a rollback: {op.reason}" if rolled else ""),
-                warning=rolled,
-            )
-        return SurgeEvent(ref, "SurgeStoodDown", action.reason, warning=True)
-    version = dep.resource_version
+    return SurgeEvent(ref, "SurgeStoodDown", action.reason, warning=True)
+
+
+def _scale_back(api: client.ApiClient, f: InFlight) -> SurgeEvent | None:
+    """Back to the original replicas, the victims' costs written first (marking the record
+    first where the action says so; a rollback records itself as rolling back)."""
+    op, action, ref = f.operation, f.action, f.workload
+    kind = action.kind
+    version = f.deployment.resource_version
     if kind is ActionKind.MARK_AND_SCALE_BACK:
         marking = next_operation(op, action)
         assert marking is not None

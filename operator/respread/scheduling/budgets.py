@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from respread.core.limits import few_named
 from respread.core.model import DisruptionBudget, Labels, Pod
 from respread.core.selectors import selector_matches
 
@@ -58,7 +59,7 @@ class BudgetLedger:
         if not budgets:
             return ALLOWED
         if len(budgets) > 1:
-            names = ", ".join(sorted(b.name for b in budgets))
+            names = few_named(sorted(b.name for b in budgets))
             return BudgetCheck(
                 BudgetVerdict.BLOCKED,
                 f"covered by {len(budgets)} PodDisruptionBudgets ({names}); "

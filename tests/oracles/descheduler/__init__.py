@@ -123,11 +123,7 @@ def land_evictions(
     analysis = analyze(state, policy)
     sim = Simulation(analysis, policy)
     by_key = {(p.namespace, p.name): p for p in state.pods}
-    member_of: dict[int, Members] = {}
-    for m in analysis.members:
-        for pods in m.by_node.values():
-            for pod in pods:
-                member_of[id(pod)] = m
+    member_of = {id(pod): m for m in analysis.members for ps in m.by_node.values() for pod in ps}
     victims: list[Pod] = []
     for key in evicted:
         pod = by_key.get(key)
@@ -150,6 +146,11 @@ def land_evictions(
         if target is not None:
             sim.counts.shift(sim.counts.tables_counting(pod), target.name, +1)
             sim.landing.reserve(target.name, pod.spec.requests)
+    return _replaced(state, landed), landed
+
+
+def _replaced(state: ClusterState, landed: Mapping[tuple[str, str], str | None]) -> ClusterState:
+    """The state with each evicted pod replaced by its replacement (``-r``), where it landed."""
     pods = []
     for pod in state.pods:
         key = (pod.namespace, pod.name)
@@ -159,7 +160,7 @@ def land_evictions(
             )
         else:
             pods.append(pod)
-    return dataclasses.replace(state, pods=tuple(pods)), landed
+    return dataclasses.replace(state, pods=tuple(pods))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,24 +15,18 @@ import pytest
 
 from respread.analysis.groups import analyze, group_moves, minimum_moves
 from respread.core.model import OwnerRef, Policy
-from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
 from respread.remedies.evict.planner import plan
-from respread.report.build import build_report, render_text
-from tests.support.builders import hard, node, pod, sel, state
+from respread.report.build import build_report
+from respread.report.text import render_text
+from tests.support.builders import eviction_policy, hard, node, pod, sel, state
 
-ZONE = "zone"
-POLICY = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(
-        max_per_run=None, max_per_workload=None, min_pod_age=0.0, cooldown=0.0
-    ),
-)
+POLICY = eviction_policy(cooldown=0.0)
 RS = OwnerRef("ReplicaSet", "web")
 
 
 def _cluster(affinity: Policy | None, counted_in_a: int) -> object:
     web = sel(app="web")
-    spread = hard(ZONE, web, affinity=affinity)
+    spread = hard("zone", web, affinity=affinity)
     pinned = {"disk": "ssd"}
     nodes = [
         node("n0", zone="a", disk="ssd"),

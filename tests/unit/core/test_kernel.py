@@ -53,6 +53,27 @@ rules = st.builds(
 )
 
 
+def _changed(table: CountTable, op: str, domain: str, undo: list[tuple[str, int]]) -> CountTable:
+    """The table after one change: a clone (checked independent of the original), the undo of
+    the last add, or an add of +1 or -1 (a -1 only where the domain has a pod)."""
+    if op == "clone":
+        twin = table.copy()
+        before = dict(table.counts)
+        twin.add(domain, +1)  # the clone is independent of the original
+        assert table.counts == before
+        twin.add(domain, -1)
+        return twin
+    if op == "undo":
+        if undo:
+            d, delta = undo.pop()
+            table.add(d, -delta)
+    elif op == "+" or table.get(domain) > 0:
+        delta = 1 if op == "+" else -1
+        table.add(domain, delta)
+        undo.append((domain, delta))
+    return table
+
+
 @given(
     st.integers(1, len(DOMAINS)),
     st.lists(st.integers(0, 4), min_size=len(DOMAINS), max_size=len(DOMAINS)),
@@ -77,21 +98,7 @@ def test_the_count_state_follows_adds_removes_clones_and_undos(
     for op, domain in changes:
         if domain not in domains:
             continue
-        if op == "clone":
-            twin = table.copy()
-            before = dict(table.counts)
-            twin.add(domain, +1)  # the clone is independent of the original
-            assert table.counts == before
-            twin.add(domain, -1)
-            table = twin
-        elif op == "undo":
-            if undo:
-                d, delta = undo.pop()
-                table.add(d, -delta)
-        elif op == "+" or table.get(domain) > 0:
-            delta = 1 if op == "+" else -1
-            table.add(domain, delta)
-            undo.append((domain, delta))
+        table = _changed(table, op, domain, undo)
         values = [table.get(d) for d in domains]
         assert table.raw_min() == min(values)
         assert table.max_count() == max(values)
@@ -153,6 +160,20 @@ def _moved(pod: Pod, node: str | None) -> Pod:
     return replace(pod, node_name=node)
 
 
+def _without(tables: list[CountTable], counted: list[bool], pod: Pod) -> list[CountTable]:
+    """The tables with ``pod`` taken out of those that count it (copies; the others as they are)."""
+    view = []
+    for i, table in enumerate(tables):
+        if counted[i]:
+            assert pod.node_name is not None
+            without = table.copy()
+            without.add(table.space.node_domain[pod.node_name], -1)
+            view.append(without)
+        else:
+            view.append(table)
+    return view
+
+
 @given(states(), st.data())
 def test_kernel_tables_judge_like_the_reference_as_pods_move(
     state: ClusterState, data: st.DataObject
@@ -179,15 +200,7 @@ def test_kernel_tables_judge_like_the_reference_as_pods_move(
                 # judged where it is: in the counts, taken out by the rule itself
                 verdict = filter_node(profile, tuple(tables), node, tuple(counted))
             else:
-                view = []
-                for i, table in enumerate(tables):
-                    if counted[i]:
-                        assert incoming.node_name is not None
-                        without = table.copy()
-                        without.add(table.space.node_domain[incoming.node_name], -1)
-                        view.append(without)
-                    else:
-                        view.append(table)
+                view = _without(tables, counted, incoming)
                 verdict = filter_node(profile, tuple(view), node)
             assert verdict.status.value == expected[node.name], node.name
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 
 from respread.core.quantity import QuantityError, milli, parse_quantity, units
+from tests.support.tables import cases
 
 # (input, milli(input), units(input))
 TABLE = [
@@ -76,11 +77,7 @@ NUMBERS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("value", "want_milli", "want_units"),
-    [n[1:] for n in NUMBERS],
-    ids=[n[0] for n in NUMBERS],
-)
+@cases(("value", "want_milli", "want_units"), NUMBERS)
 def test_yaml_numbers_are_quantities(value: float, want_milli: int, want_units: int) -> None:
     """YAML gives ``cpu: 2`` or ``cpu: 0.5`` as numbers, not strings."""
     assert milli(value) == want_milli
@@ -130,7 +127,7 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("value", [m[1] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+@cases("value", MALFORMED)
 def test_malformed_raises_quantity_error(value: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(value)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from respread.core.model import (
     Effect,
     Labels,
@@ -23,6 +21,7 @@ from respread.core.selectors import (
     untolerated_taint,
 )
 from tests.support.builders import node
+from tests.support.tables import cases
 
 
 def test_a_term_with_a_value_the_api_cannot_parse_never_matches() -> None:
@@ -87,11 +86,7 @@ SELECTOR_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("selector", "labels", "expected"),
-    [c[1:] for c in SELECTOR_CASES],
-    ids=[c[0] for c in SELECTOR_CASES],
-)
+@cases(("selector", "labels", "expected"), SELECTOR_CASES)
 def test_selector_matches(
     selector: LabelSelector | None, labels: dict[str, str], expected: bool
 ) -> None:
@@ -135,11 +130,7 @@ GT_LT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("op", "value", "bound", "expected"),
-    [c[1:] for c in GT_LT_CASES],
-    ids=[c[0] for c in GT_LT_CASES],
-)
+@cases(("op", "value", "bound", "expected"), GT_LT_CASES)
 def test_gt_lt_integer_comparison(op: Op, value: str | None, bound: str, expected: bool) -> None:
     labels = Labels({} if value is None else {"gen": value})
     assert requirement_matches(Requirement("gen", op, (bound,)), labels) is expected
@@ -295,11 +286,7 @@ AFFINITY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("affinity", "the_node", "expected"),
-    [c[1:] for c in AFFINITY_CASES],
-    ids=[c[0] for c in AFFINITY_CASES],
-)
+@cases(("affinity", "the_node", "expected"), AFFINITY_CASES)
 def test_affinity_matches(affinity: NodeAffinity, the_node: object, expected: bool) -> None:
     assert affinity_matches(affinity, the_node) is expected  # type: ignore[arg-type]
 
@@ -353,11 +340,7 @@ TOLERATION_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("toleration", "the_taint", "expected"),
-    [c[1:] for c in TOLERATION_CASES],
-    ids=[c[0] for c in TOLERATION_CASES],
-)
+@cases(("toleration", "the_taint", "expected"), TOLERATION_CASES)
 def test_tolerates(toleration: Toleration, the_taint: Taint, expected: bool) -> None:
     assert tolerates(toleration, the_taint) is expected
 
@@ -396,11 +379,7 @@ UNTOLERATED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("tolerations", "taints", "expected"),
-    [c[1:] for c in UNTOLERATED_CASES],
-    ids=[c[0] for c in UNTOLERATED_CASES],
-)
+@cases(("tolerations", "taints", "expected"), UNTOLERATED_CASES)
 def test_untolerated_taint(
     tolerations: tuple[Toleration, ...], taints: tuple[Taint, ...], expected: Taint | None
 ) -> None:

@@ -186,3 +186,36 @@ def test_only_ascii_digits_and_white_space(expression: str) -> None:
 
 def test_tabs_and_newlines_separate_fields() -> None:
     assert parse_cron("0\t0\n*  *\r*").minutes == frozenset({0})
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["0 0 * \u017fep *", "0 0 * * \u017fun", "0 0 * * mon-\u017fat", "0 0 * \u212aan *"],
+    ids=["long-s-month", "long-s-weekday", "long-s-range", "kelvin-sign"],
+)
+def test_names_are_ascii_letters(expression: str) -> None:
+    """ſ (U+017F) and the Kelvin sign fold to s and k in Unicode's case folding; cron knows
+    no such names, and neither does the CRD (its names are spelt letter by letter)."""
+    with pytest.raises(CronError, match="cannot read"):
+        parse_cron(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "field", "values"),
+    [
+        ("0" * 18 + "5 * * * *", "minutes", {5}),
+        ("0" * 59 + "5 * * * *", "minutes", {5}),
+        ("0" * 18 + "5-" + "0" * 17 + "7 * * * *", "minutes", {5, 6, 7}),
+        ("*/" + "0" * 29 + "20 * * * *", "minutes", {0, 20, 40}),
+        ("*/" + "9" * 18 + " * * * *", "minutes", {0}),
+    ],
+)
+def test_numbers_may_be_zero_padded(expression: str, field: str, values: set[int]) -> None:
+    assert getattr(parse_cron(expression), field) == frozenset(values)
+
+
+def test_a_step_has_at_most_18_digits_after_its_zeros() -> None:
+    with pytest.raises(CronError, match="step"):
+        parse_cron("*/1234567890123456789 * * * *")
+    with pytest.raises(CronError, match="backwards"):
+        parse_cron("0" * 17 + "10-5 * * * *")

@@ -28,6 +28,8 @@ from respread.core.model import (
     When,
 )
 from respread.inputs.objects import LoadResult, load_texts
+from tests.support import kubectl_yaml
+from tests.support.tables import cases
 
 SOURCE = "snap.yaml"
 MI = 2**20
@@ -35,7 +37,7 @@ GI = 2**30
 
 
 def load_yaml(*docs: Any, source: str = SOURCE) -> LoadResult:
-    return load_texts([(source, yaml.safe_dump_all(docs))])
+    return load_texts([(source, kubectl_yaml.dump_all(docs))])
 
 
 def a_node(name: str = "n1", **extra: Any) -> dict[str, Any]:
@@ -351,9 +353,7 @@ MALFORMED_PODS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("doc", "field"), [c[1:] for c in MALFORMED_PODS], ids=[c[0] for c in MALFORMED_PODS]
-)
+@cases(("doc", "field"), MALFORMED_PODS)
 def test_malformed_pod_is_reported_and_left_out(doc: dict[str, Any], field: str) -> None:
     result = load_yaml(a_node("n1"), doc, a_pod("good", "prod"))
     assert len(result.problems) == 1, result.problems
@@ -440,11 +440,7 @@ MALFORMED_OTHERS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("doc", "kind", "name", "field"),
-    [c[1:] for c in MALFORMED_OTHERS],
-    ids=[c[0] for c in MALFORMED_OTHERS],
-)
+@cases(("doc", "kind", "name", "field"), MALFORMED_OTHERS)
 def test_malformed_object_is_reported_and_left_out(
     doc: dict[str, Any], kind: str, name: str | None, field: str
 ) -> None:
@@ -578,9 +574,7 @@ PHASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("spec", "status", "phase"), [c[1:] for c in PHASES], ids=[c[0] for c in PHASES]
-)
+@cases(("spec", "status", "phase"), PHASES)
 def test_pod_phase(spec: dict[str, Any], status: dict[str, Any] | None, phase: Phase) -> None:
     assert load_pod(pod_doc(spec=spec, status=status)).phase is phase
 
@@ -634,7 +628,7 @@ OWNERS = [
 ]
 
 
-@pytest.mark.parametrize(("refs", "owner"), [c[1:] for c in OWNERS], ids=[c[0] for c in OWNERS])
+@cases(("refs", "owner"), OWNERS)
 def test_owner_reference(refs: list[dict[str, Any]] | None, owner: OwnerRef | None) -> None:
     meta = {"ownerReferences": refs} if refs is not None else {}
     got = load_pod(pod_doc(meta=meta)).owner
@@ -740,9 +734,7 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("spec", "expected"), [c[1:] for c in REQUESTS], ids=[c[0] for c in REQUESTS]
-)
+@cases(("spec", "expected"), REQUESTS)
 def test_pod_requests(spec: dict[str, Any], expected: Resources) -> None:
     assert load_pod(pod_doc(spec=spec)).spec.requests == expected
 
@@ -770,9 +762,7 @@ VOLUMES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("volumes", "local", "pvc"), [c[1:] for c in VOLUMES], ids=[c[0] for c in VOLUMES]
-)
+@cases(("volumes", "local", "pvc"), VOLUMES)
 def test_pod_volumes(volumes: list[dict[str, Any]], local: bool, pvc: bool) -> None:
     spec = load_pod(pod_doc(spec={"volumes": volumes})).spec
     assert (spec.local_storage, spec.persistent_volume_claims) == (local, pvc)
@@ -913,11 +903,7 @@ ALLOCATABLE = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("status", "allocatable", "max_pods"),
-    [c[1:] for c in ALLOCATABLE],
-    ids=[c[0] for c in ALLOCATABLE],
-)
+@cases(("status", "allocatable", "max_pods"), ALLOCATABLE)
 def test_node_allocatable(
     status: dict[str, Any] | None, allocatable: Resources | None, max_pods: int | None
 ) -> None:
@@ -1005,9 +991,7 @@ WORKLOADS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("doc", "selector", "replicas"), [c[1:] for c in WORKLOADS], ids=[c[0] for c in WORKLOADS]
-)
+@cases(("doc", "selector", "replicas"), WORKLOADS)
 def test_workloads(doc: dict[str, Any], selector: LabelSelector, replicas: int | None) -> None:
     result = load_yaml(doc)
     only(result)
@@ -1089,9 +1073,7 @@ SERVICES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("spec", "selector"), [c[1:] for c in SERVICES], ids=[c[0] for c in SERVICES]
-)
+@cases(("spec", "selector"), SERVICES)
 def test_service_selector(spec: dict[str, Any] | None, selector: dict[str, str] | None) -> None:
     doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
     if spec is not None:
@@ -1148,11 +1130,7 @@ DELETION_COST_OWNERS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("fields", "owners"),
-    [c[1:] for c in DELETION_COST_OWNERS],
-    ids=[c[0] for c in DELETION_COST_OWNERS],
-)
+@cases(("fields", "owners"), DELETION_COST_OWNERS)
 def test_deletion_cost_annotation_and_its_managers(
     fields: list[Any] | None, owners: tuple[str, ...]
 ) -> None:

@@ -20,6 +20,7 @@ from respread.inputs.policy import (
     parse_duration,
     parse_policy,
 )
+from tests.support.tables import cases
 
 
 def policy_doc(spec: dict[str, Any] | None = None, name: str = "default") -> dict[str, Any]:
@@ -405,7 +406,7 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("spec", "field"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
+@cases(("spec", "field"), INVALID)
 def test_invalid_policy_names_the_field(spec: dict[str, Any], field: str) -> None:
     with pytest.raises(PolicyError) as info:
         parse_policy(policy_doc(spec, name="mine"))
@@ -432,9 +433,7 @@ WRONG_OBJECT = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("doc", "field"), [c[1:] for c in WRONG_OBJECT], ids=[c[0] for c in WRONG_OBJECT]
-)
+@cases(("doc", "field"), WRONG_OBJECT)
 def test_wrong_object(doc: dict[str, Any], field: str) -> None:
     with pytest.raises(PolicyError) as info:
         parse_policy(doc)
@@ -473,7 +472,7 @@ VALID_EDGES = [
 ]
 
 
-@pytest.mark.parametrize("spec", [c[1] for c in VALID_EDGES], ids=[c[0] for c in VALID_EDGES])
+@cases("spec", VALID_EDGES)
 def test_valid_edges_are_accepted(spec: dict[str, Any]) -> None:
     assert isinstance(parse_policy(policy_doc(spec)), RebalancePolicy)
 
@@ -518,7 +517,7 @@ BAD_DURATIONS = [
 ]
 
 
-@pytest.mark.parametrize("value", [b[1] for b in BAD_DURATIONS], ids=[b[0] for b in BAD_DURATIONS])
+@cases("value", BAD_DURATIONS)
 def test_parse_duration_rejects(value: object) -> None:
     with pytest.raises(PolicyError) as info:
         parse_duration(value, "spec.eviction.cooldown")

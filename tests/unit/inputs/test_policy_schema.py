@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
+from respread.inputs.documents import LeftOut, documents_from_text
 from respread.inputs.policy import PolicyError, parse_policy
 from respread.inputs.policy_schema import SCHEMA
-from tests.policy_corpus import CASES, EXCEPTIONS, policy
+from tests.policy_corpus import CASES, EXCEPTIONS, YAML_CASES, YAML_EXCEPTIONS, policy
 from tests.support.paths import REPO
+from tests.support.tables import cases
 
 CRD = REPO / "crds" / "rebalancepolicy.yaml"
 
@@ -33,7 +35,7 @@ def verdict(doc: dict[str, Any]) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("doc", "accepts"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@cases(("doc", "accepts"), CASES)
 def test_cli_verdict_is_the_api_servers(
     request: pytest.FixtureRequest, doc: Any, accepts: bool
 ) -> None:
@@ -42,6 +44,27 @@ def test_cli_verdict_is_the_api_servers(
         assert verdict(doc) is not accepts, f"no longer an exception: {case_id}"
     else:
         assert verdict(doc) is accepts
+
+
+def yaml_verdict(text: str) -> bool:
+    """The command line's verdict on a policy file's text (as read_policy reads it)."""
+    docs = [d for _, d in documents_from_text(text, "policy.yaml")]
+    if any(isinstance(d, LeftOut) for d in docs):
+        return False
+    (doc,) = docs
+    return verdict(doc)
+
+
+@pytest.mark.parametrize(
+    ("text", "accepts"), [c[1:] for c in YAML_CASES], ids=[c[0] for c in YAML_CASES]
+)
+def test_cli_verdict_on_yaml_text_is_the_api_servers(
+    request: pytest.FixtureRequest, text: str, accepts: bool
+) -> None:
+    if request.node.callspec.id in YAML_EXCEPTIONS:
+        assert yaml_verdict(text) is not accepts
+    else:
+        assert yaml_verdict(text) is accepts
 
 
 def test_unknown_fields_are_named() -> None:

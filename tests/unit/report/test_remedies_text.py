@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from respread.report.build import _remedies_text
-
-
-def remedy(name: str, enabled: bool, applies: bool) -> dict[str, Any]:
-    return {"name": name, "enabled": enabled, "applies": applies, "reason": ""}
+from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.report.text import remedies_text
+from tests.support.reports import violation
 
 
 @pytest.mark.parametrize(
@@ -27,8 +23,8 @@ def remedy(name: str, enabled: bool, applies: bool) -> dict[str, Any]:
 def test_each_remedy_state_reads_as_what_was_judged(
     enabled: bool, applies: bool, chosen: bool, text: str
 ) -> None:
-    violation = {
-        "remedies": [remedy("Surge", enabled, applies)],
-        "remedy": "Surge" if chosen else None,
-    }
-    assert _remedies_text(violation) == text
+    v = violation(
+        remedies=(RemedyVerdict(Remedy.SURGE, enabled, applies, ""),),
+        remedy=Remedy.SURGE if chosen else None,
+    )
+    assert remedies_text(v) == text

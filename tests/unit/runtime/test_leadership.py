@@ -15,11 +15,11 @@ from respread.runtime.leadership import (
     decide,
     leading_until,
     lease_spec,
-    microtime,
     observe,
     parse_lease,
     released,
 )
+from tests.support.tables import cases
 
 ME, OTHER = "respread-7d9-a", "respread-7d9-b"
 TIMING = LeaseTiming(duration=15, renew_deadline=10, retry_period=2)
@@ -54,11 +54,7 @@ CASES: list[tuple[str, Observation | None, float, Action, str | None, int | None
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("observed", "now", "action", "holder", "transitions"),
-    [c[1:] for c in CASES],
-    ids=[c[0] for c in CASES],
-)
+@cases(("observed", "now", "action", "holder", "transitions"), CASES)
 def test_decide(
     observed: Observation | None,
     now: float,
@@ -183,10 +179,6 @@ def test_lease_spec_round_trips() -> None:
     record = LeaseRecord(ME, 15, T0, NOW_TS, 2)
     assert parse_lease(lease_spec(record)) == record
     assert "acquireTime" not in lease_spec(LeaseRecord(ME, 15))
-
-
-def test_microtime_is_rfc3339_with_microseconds_in_utc() -> None:
-    assert microtime(1_800_000_000.25) == "2027-01-15T08:00:00.250000Z"
 
 
 def test_an_empty_identity_is_refused() -> None:

@@ -162,6 +162,19 @@ def start(e: LeaderElector) -> asyncio.Task[None]:
     return asyncio.create_task(e.run(), name=e.identity)
 
 
+Candidate = tuple[LeaderElector, asyncio.Task[None]]
+
+
+async def a_leads_b_follows(timeline: Timeline) -> tuple[Candidate, Candidate]:
+    """Candidates a and b, each running: a started first and leads; b has followed for 0.3 s."""
+    a, b = elector("a", timeline), elector("b", timeline)
+    ta = start(a)
+    await wait_until(lambda: a.leading, 2, "a to lead")
+    tb = start(b)
+    await asyncio.sleep(0.3)
+    return (a, ta), (b, tb)
+
+
 def test_two_candidates_one_leader(leases: FakeLeases) -> None:
     timeline = Timeline()
 
@@ -210,11 +223,7 @@ def test_a_clean_stop_releases_the_lease_for_a_fast_failover(leases: FakeLeases)
     timeline = Timeline()
 
     async def main() -> None:
-        a, b = elector("a", timeline), elector("b", timeline)
-        ta = start(a)
-        await wait_until(lambda: a.leading, 2, "a to lead")
-        tb = start(b)
-        await asyncio.sleep(0.3)
+        (a, ta), (b, tb) = await a_leads_b_follows(timeline)
         ta.cancel()
         await a.stop()
         assert not a.leading
@@ -234,11 +243,7 @@ def test_a_leader_cut_off_stops_before_another_can_take_over(leases: FakeLeases)
     timeline = Timeline()
 
     async def main() -> None:
-        a, b = elector("a", timeline), elector("b", timeline)
-        ta = start(a)
-        await wait_until(lambda: a.leading, 2, "a to lead")
-        tb = start(b)
-        await asyncio.sleep(0.3)
+        (a, ta), (b, tb) = await a_leads_b_follows(timeline)
         leases.down.add("a")
         cut = time.monotonic()
         lapsed = await wait_until(lambda: not a.leading, 3, "a to stop leading")

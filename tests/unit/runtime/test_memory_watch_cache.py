@@ -17,18 +17,17 @@ from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
+from tests.support import builders as make
+from tests.support.manifests import manifest
+from tests.support.tables import cases
 
 API = cast(client.ApiClient, object())
 
 
 def pod(name: str, rv: str, node: str = "n1") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv},
-        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-        "status": {"phase": "Running"},
-    }
+    doc = manifest(make.pod(name, node, namespace="ns", uid=f"uid-{name}"))
+    doc["metadata"]["resourceVersion"] = rv
+    return doc
 
 
 def listing(**pods: str) -> dict[str, dict[tuple[str, str], str]]:
@@ -54,9 +53,7 @@ BEHIND: list[tuple[str, dict[str, str], dict[str, str], int]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("cached", "listed", "lagging"), [c[1:] for c in BEHIND], ids=[c[0] for c in BEHIND]
-)
+@cases(("cached", "listed", "lagging"), BEHIND)
 def test_behind(cached: dict[str, str], listed: dict[str, str], lagging: int) -> None:
     cache = ClusterCache()
     for name, rv in cached.items():

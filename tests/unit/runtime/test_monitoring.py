@@ -23,18 +23,16 @@ from prometheus_client import generate_latest
 
 from respread.runtime import metrics
 from tests.support.paths import REPO
+from tests.support.processes import installed
 
 MONITORING = REPO / "deploy" / "monitoring"
 METRIC = re.compile(r"\brespread_[a-z_]+")
 
 
-def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip(
-            "promtool is not installed (Debian's `prometheus` package; hack/test installs it)"
-        )
-    return path
+def promtool(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [installed("promtool"), *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
 
 
 def rule_groups() -> dict[str, Any]:
@@ -75,23 +73,10 @@ def rules_dir(tmp_path: Path) -> Path:
 
 
 def test_the_alert_rules_are_valid_and_pass_their_unit_tests(rules_dir: Path) -> None:
-    tool = promtool()
-    check = subprocess.run(
-        [tool, "check", "rules", "rules.yaml"],
-        cwd=rules_dir,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    check = promtool(rules_dir, "check", "rules", "rules.yaml")
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"SUCCESS: {len(alerts())} rules found" in check.stdout
-    test = subprocess.run(
-        [tool, "test", "rules", "alerts-test.yaml"],
-        cwd=rules_dir,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    test = promtool(rules_dir, "test", "rules", "alerts-test.yaml")
     assert test.returncode == 0, test.stdout + test.stderr
     assert "SUCCESS" in test.stdout
 
@@ -171,6 +156,9 @@ def test_the_exposition_passes_promtool_check_metrics(every_metric_set: None) ->
     exposition = generate_latest(metrics.REGISTRY)
     assert b'workload="Deployment/web"' in exposition
     proc = subprocess.run(
-        [promtool(), "check", "metrics"], input=exposition, capture_output=True, check=False
+        [installed("promtool"), "check", "metrics"],
+        input=exposition,
+        capture_output=True,
+        check=False,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode()

@@ -1,16 +1,15 @@
 """The operator's decisions that need no cluster: the bounded status, what an eviction answer
-means, loop protection and pacing."""
+means (loop protection and pacing: tests/unit/remedies/evict/test_history.py)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from respread.analysis.groups import WorkloadRef, analyze
+from respread.analysis.groups import analyze
 from respread.inputs.objects import load_texts
 from respread.inputs.policy import (
     DEFAULT_POLICY,
@@ -22,15 +21,17 @@ from respread.kube.evictions import Outcome, Result, TransientError, classify
 from respread.remedies.choose import apply_remediation
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
-from respread.report.status import Execution, build_status, failed_scan_status
-from respread.runtime.memory import PolicyMemory
+from respread.report.contract import conditions_status_json, status_json
+from respread.report.model import Execution, Report, StepStatus
+from respread.report.status import build_status, failed_scan_status
+from tests.support.constants import NOW
 from tests.support.paths import EXAMPLES
+from tests.support.tables import cases
 
-NOW = "2026-11-22T10:00:00Z"
 LATER = "2026-11-22T10:05:00Z"
 
 
-def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[str, Any]:
+def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> Report:
     texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / example).glob("*.yaml"))]
     state = load_texts(texts).state
     analysis = analyze(state, policy)
@@ -41,7 +42,7 @@ def report_for(example: str, policy: RebalancePolicy = DEFAULT_POLICY) -> dict[s
 
 
 def test_status_digests_the_report() -> None:
-    status = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
+    status = status_json(build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW))
     assert status["lastScanTime"] == NOW
     assert status["summary"]["violations"] == 1
     (v,) = status["violations"]
@@ -76,52 +77,45 @@ def test_status_violations_name_the_chosen_remedy(
     remediation: RemediationSettings, remedy: str | None
 ) -> None:
     policy = replace(DEFAULT_POLICY, remediation=remediation)
-    (v,) = build_status(report_for("zone-scale-down", policy), policy, NOW)["violations"]
+    (v,) = status_json(build_status(report_for("zone-scale-down", policy), policy, NOW))[
+        "violations"
+    ]
     assert v.get("remedy") == remedy
 
 
 def test_since_and_transition_times_carry_over_between_scans() -> None:
     report = report_for("zone-scale-down")
-    first = build_status(report, DEFAULT_POLICY, NOW)
+    first = status_json(build_status(report, DEFAULT_POLICY, NOW))
     second = build_status(report, DEFAULT_POLICY, LATER, previous=first)
-    assert second["violations"][0]["since"] == NOW
-    balanced = {c["type"]: c for c in second["conditions"]}["Balanced"]
-    assert balanced["lastTransitionTime"] == NOW  # still False: no transition
+    assert second.violations[0].since == NOW
+    balanced = {c.type: c for c in second.conditions}["Balanced"]
+    assert balanced.last_transition_time == NOW  # still False: no transition
 
 
 def test_executions_replace_planned_states() -> None:
     report = report_for("zone-scale-down")
-    step = report["evictions"][0]
-    status = build_status(
-        report,
-        DEFAULT_POLICY,
-        NOW,
-        executions=[
-            Execution(step["namespace"], step["pod"], "Blocked", "refused by a PodDisruptionBudget")
-        ],
-    )
-    assert status["plan"][0]["state"] == "Blocked"
-    assert status["summary"]["evicted"] == 0
-    assert status["summary"]["blocked"] == 1
+    step = report.evictions[0]
+    refused = Execution(step.namespace, step.pod, StepStatus.BLOCKED, "refused by a budget")
+    status = build_status(report, DEFAULT_POLICY, NOW, executions=[refused])
+    assert status.plan[0].state is StepStatus.BLOCKED
+    assert status.summary.evicted == 0
+    assert status.summary.blocked == 1
 
 
 def test_status_lists_are_bounded_and_totals_kept() -> None:
-    from dataclasses import replace
-
     report = report_for("zone-scale-down")
-    report["violations"] = report["violations"] * 50
-    report["deferred"] = report["deferred"] * 80
+    report = replace(report, violations=report.violations * 50, deferred=report.deferred * 80)
     policy = replace(DEFAULT_POLICY, report_max_items=5)
-    status = build_status(report, policy, NOW)
+    status = status_json(build_status(report, policy, NOW))
     assert len(status["violations"]) == 5 and status["violationsTotal"] == 50
     assert len(status["plan"]) == 5 and status["planTotal"] == 81
     assert len(json.dumps(status)) < 20_000
 
 
 def test_a_failed_scan_keeps_the_last_report_and_says_why() -> None:
-    good = build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW)
-    patch = failed_scan_status(
-        DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good
+    good = status_json(build_status(report_for("zone-scale-down"), DEFAULT_POLICY, NOW))
+    patch = conditions_status_json(
+        failed_scan_status(DEFAULT_POLICY, LATER, "KubeError: connection refused", previous=good)
     )
     conditions = {c["type"]: c for c in patch["conditions"]}
     assert conditions["ScanSucceeded"]["status"] == "False"
@@ -173,9 +167,7 @@ CLASSIFY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("err", "result"), [c[1:] for c in CLASSIFY_CASES], ids=[c[0] for c in CLASSIFY_CASES]
-)
+@cases(("err", "result"), CLASSIFY_CASES)
 def test_final_answers_are_not_retried(err: ApiException, result: Result) -> None:
     verdict = classify(err)
     assert isinstance(verdict, Outcome)
@@ -196,29 +188,3 @@ def test_transient_failures_are_retried(err: ApiException, delay: float | None) 
     verdict = classify(err)
     assert isinstance(verdict, TransientError)
     assert verdict.retry_after == delay
-
-
-# ---- loop protection and pacing -------------------------------------------------------------
-
-
-def test_an_eviction_that_did_not_reduce_skew_backs_the_workload_off() -> None:
-    texts = [(str(p), p.read_text()) for p in sorted((EXAMPLES / "zone-scale-down").glob("*"))]
-    analysis = analyze(load_texts(texts).state, DEFAULT_POLICY)
-    (group,) = analysis.violations
-    memory = PolicyMemory()
-    memory.record_eviction(group.workload, group.constraint.key, group.skew, now=1000.0)
-
-    memory.review(analysis, now=1005.0, cooldown=60.0)  # too early to judge
-    assert memory.held(1005.0, []) == {}
-
-    memory.review(analysis, now=1100.0, cooldown=60.0)  # same skew after the cooldown
-    held = memory.held(1100.0, [])
-    assert "did not reduce its skew" in held[group.workload]
-    assert memory.held(1100.0 + 60 * 2 + 1, []) == {}  # first back-off: two cooldowns
-
-
-def test_unready_workloads_are_held_for_pacing() -> None:
-    workload = WorkloadRef("shop", "Deployment", "web")
-    assert PolicyMemory().held(0.0, [workload]) == {
-        workload: "waiting for a replacement to become Ready"
-    }

@@ -12,17 +12,22 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
+from respread.analysis.causes import Cause
 from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
-from respread.report.changes import Changes, change_events, changes
+from respread.report.changes import change_events, changes
+from respread.report.model import Violation
 from respread.runtime import cache as cache_module
 from respread.runtime import policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.operator import GRACE, STALE_FACTOR, App
+from tests.support import builders as make
+from tests.support.manifests import manifest
+from tests.support.reports import report, violation
 
 API = cast(client.ApiClient, object())  # never called: the tests replace what would use it
 SLACK = GRACE  # App.stale() allows this on top of STALE_FACTOR intervals
@@ -40,13 +45,7 @@ def make_policy(schedule: dict[str, str], name: str = "p") -> RebalancePolicy:
 
 
 def pod(name: str, node: str = "n1") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
-        "status": {"phase": "Running"},
-    }
+    return manifest(make.pod(name, node, namespace="ns", uid=f"uid-{name}"))
 
 
 def pods(cache: ClusterCache) -> set[str]:
@@ -208,43 +207,6 @@ def test_a_verification_that_cannot_list_changes_nothing_and_is_tried_again(
     assert cache.needs_sweep()
 
 
-# ---- causes outlive the scan that found them --------------------------------------------
-
-
-def violation(cause: str, message: str, workload: str = "web") -> dict[str, Any]:
-    return {
-        "namespace": "ns",
-        "workload": {"kind": "Deployment", "name": workload},
-        "topologyKey": "zone",
-        "cause": cause,
-        "causeMessage": message,
-    }
-
-
-def test_an_ongoing_violation_keeps_its_cause_until_it_is_resolved() -> None:
-    memory = PolicyMemory()
-    first = {"violations": [violation("NodeLoss", "node(s) n1 left since the previous scan")]}
-    memory.carry_causes(first)
-    later = {"violations": [violation("Unknown", "no evidence in the snapshot of what skewed it")]}
-    memory.carry_causes(later)
-    assert later["violations"][0]["cause"] == "NodeLoss"
-    assert later["violations"][0]["causeMessage"] == "node(s) n1 left since the previous scan"
-
-    memory.carry_causes({"violations": []})  # resolved
-    again = {"violations": [violation("ScaleDown", "web went from 9 to 4 pods")]}
-    memory.carry_causes(again)
-    assert again["violations"][0]["cause"] == "ScaleDown"
-
-
-def test_an_unknown_cause_is_refined_when_evidence_appears() -> None:
-    memory = PolicyMemory()
-    memory.carry_causes({"violations": [violation("Unknown", "no evidence")]})
-    refined = {"violations": [violation("RollingUpdate", "pods come from 2 ReplicaSets")]}
-    memory.carry_causes(refined)
-    assert refined["violations"][0]["cause"] == "RollingUpdate"
-    assert memory.causes[("ns", "Deployment", "web", "zone")][0] == "RollingUpdate"
-
-
 # ---- status conditions across a failed scan ------------------------------------------
 
 
@@ -331,13 +293,8 @@ def test_the_collector_is_paused_while_scans_compute_and_resumes_after_the_last(
 # ---- Events only for changes ---------------------------------------------------------------
 
 
-def found(name: str, skew: int = 2) -> dict[str, Any]:
-    return {
-        **violation("ScaleDown", "web went from 9 to 4 pods", name),
-        "skew": skew,
-        "maxSkew": 1,
-        "message": "2 evictions fix it",
-    }
+def found(name: str, skew: int = 2) -> Violation:
+    return violation(name, cause=Cause.SCALE_DOWN, cause_message="went from 9 to 4", skew=skew)
 
 
 def key(name: str) -> tuple[str, str, str, str]:
@@ -369,8 +326,8 @@ def key(name: str) -> tuple[str, str, str, str]:
 def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
-    report = {"violations": [found(name) for name in current]}
-    events = change_events(changes(report, frozenset(key(k) for k in known)))
+    scanned = report([found(name) for name in current])
+    events = change_events(changes(scanned, frozenset(key(k) for k in known)))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]
@@ -378,17 +335,6 @@ def test_events_say_what_changed_since_the_last_scan(
         assert message.startswith(start), message
     changed = len(set(current) - known) + len(known - set(current))
     assert len(events) <= changed
-
-
-def test_the_violations_known_before_a_scan_are_all_of_the_last_scan_not_only_those_shown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The status shows at most report.maxItems violations; what is new is judged against the
-    operator's memory of every violation, so a scan that changes nothing posts nothing."""
-    memory = PolicyMemory()
-    many = {"violations": [found(f"w{i}") for i in range(50)]}
-    memory.carry_causes(many)
-    assert changes(many, frozenset(memory.causes)) == Changes([], [])
 
 
 def test_a_scan_fails_at_once_while_a_watch_is_failing_and_waits_while_one_relists() -> None:

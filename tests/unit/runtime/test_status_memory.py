@@ -5,23 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
+from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
-from respread.report.status import (
-    COOLDOWNS_LIMIT,
-    WorkloadHistory,
-    cooldowns_status,
-    parse_time,
-    remembered,
-    rfc3339,
-)
+from respread.core.timestamps import format_rfc3339
+from respread.pipeline import Memory
+from respread.remedies.evict.history import EvictionHistory
+from respread.report.contract import cooldown_json
+from respread.report.model import WorkloadHistory
+from respread.report.status import COOLDOWNS_LIMIT, cooldowns_status
+from respread.report.stored import parse_time, remembered
 from respread.runtime.memory import PolicyMemory
+from tests.support.constants import NOW_EPOCH as NOW
+from tests.support.constants import ZONE
+from tests.support.tables import cases
 
-NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 COOLDOWN = 600.0
 WEB = WorkloadRef("shop", "Deployment", "web")
-ZONE = "topology.kubernetes.io/zone"
 
 
 def entry(name: str, **fields: Any) -> dict[str, Any]:
@@ -42,28 +41,31 @@ KEPT: list[tuple[str, WorkloadHistory, bool]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("history", "kept"), [c[1:] for c in KEPT], ids=[c[0] for c in KEPT])
+@cases(("history", "kept"), KEPT)
 def test_cooldowns_keep_only_what_still_matters(history: WorkloadHistory, kept: bool) -> None:
     assert bool(cooldowns_status([history], NOW, COOLDOWN)) is kept
 
 
 def test_cooldowns_entries_are_readable_and_most_recent_first() -> None:
-    out = cooldowns_status(
-        [
-            WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
-            WorkloadHistory(
-                "shop",
-                "Deployment",
-                "new",
-                last_eviction=NOW - 10,
-                reviews=((ZONE, 3),),
-                backoff_level=1,
-                backoff_until=NOW + 1200,
-            ),
-        ],
-        NOW,
-        COOLDOWN,
-    )
+    out = [
+        cooldown_json(c)
+        for c in cooldowns_status(
+            [
+                WorkloadHistory("shop", "Deployment", "old", last_eviction=NOW - 300),
+                WorkloadHistory(
+                    "shop",
+                    "Deployment",
+                    "new",
+                    last_eviction=NOW - 10,
+                    reviews=((ZONE, 3),),
+                    backoff_level=1,
+                    backoff_until=NOW + 1200,
+                ),
+            ],
+            NOW,
+            COOLDOWN,
+        )
+    ]
     assert out == [
         entry(
             "new",
@@ -83,20 +85,24 @@ def test_cooldowns_are_bounded() -> None:
     ]
     out = cooldowns_status(many, NOW, COOLDOWN)
     assert len(out) == COOLDOWNS_LIMIT
-    assert out[0]["workload"]["name"] == "w0"  # the most recent kept
+    assert out[0].workload.name == "w0"  # the most recent kept
 
 
 def test_a_status_round_trips_through_memory() -> None:
-    memory = PolicyMemory()
+    backed_off = EvictionHistory(backoff_level={WEB: 2}, backoff_until={WEB: NOW + 2400})
+    memory = PolicyMemory(Memory(backed_off, holds=True))
     memory.record_eviction(WEB, ZONE, 3, NOW - 30)
-    memory.backoff_level[WEB] = 2
-    memory.backoff_until[WEB] = NOW + 2400
-    status = {"cooldowns": cooldowns_status(memory.histories(), NOW, COOLDOWN)}
+    status = {
+        "cooldowns": [cooldown_json(c) for c in cooldowns_status(memory.histories(), NOW, COOLDOWN)]
+    }
     again = PolicyMemory.from_status(status)
-    assert again.last_eviction == {WEB: NOW - 30}
-    assert again.skew_at_eviction == {(WEB, ZONE): 3}
-    assert again.backoff_level == {WEB: 2}
-    assert again.backoff_until == {WEB: NOW + 2400}
+    assert again.scan.evictions == EvictionHistory(
+        last_eviction={WEB: NOW - 30},
+        skew_at_eviction={(WEB, ZONE): 3},
+        backoff_level={WEB: 2},
+        backoff_until={WEB: NOW + 2400},
+    )
+    assert again.scan == memory.scan
     assert again.previous_status == status
 
 
@@ -114,8 +120,10 @@ def test_causes_and_since_are_read_back_from_the_violations() -> None:
         ]
     }
     memory = PolicyMemory.from_status(status)
-    assert memory.causes == {
-        ("shop", "Deployment", "web", ZONE): ("ScaleDown", "web scaled from 9 to 4 replicas")
+    assert memory.scan.causes == {
+        ("shop", "Deployment", "web", ZONE): Attribution(
+            Cause.SCALE_DOWN, "web scaled from 9 to 4 replicas"
+        )
     }
     # `since` (and the conditions' transition times, and which violations already had their
     # Event) come from the previous status the next build_status is given.
@@ -131,7 +139,7 @@ MALFORMED: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("status", [c[1] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
+@cases("status", MALFORMED)
 def test_malformed_entries_are_left_out(status: dict[str, Any]) -> None:
     assert remembered(status).causes == {}
     assert remembered(status).workloads == ()
@@ -160,7 +168,7 @@ def test_no_status_no_memory() -> None:
 
 
 def test_times_round_trip_in_whole_seconds() -> None:
-    assert rfc3339(NOW) == "2027-01-15T08:00:00Z"
+    assert format_rfc3339(NOW) == "2027-01-15T08:00:00Z"
     assert parse_time("2027-01-15T08:00:00Z") == NOW
     assert parse_time("2027-01-15T08:00:00") == NOW  # no zone: UTC
     assert parse_time("not a time") is None

@@ -32,7 +32,6 @@ from respread.core.model import (
     Policy,
     Requirement,
     SpreadConstraint,
-    Taint,
     Toleration,
     When,
 )
@@ -40,15 +39,13 @@ from respread.core.selectors import affinity_matches, selector_matches, untolera
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.scheduling.explain import explain_pod
 from respread.scheduling.spread import SpreadIndex
+from tests.support.builders import EVERYTHING, node, pod, sel, state, taint
 
 KEYS = ("zone", "host", "rack")
 
 
-def reference_counts(
-    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
-) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
-    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
-    one's count per eligible domain (the incoming pod itself not counted)."""
+def reference_constraints(incoming: Pod) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
+    """The incoming pod's hard constraints, each with its selector and matchLabelKeys merged."""
     cons = []
     for c in incoming.spec.constraints:
         if c.when is not When.DO_NOT_SCHEDULE:
@@ -62,6 +59,15 @@ def reference_counts(
             )
             selector = LabelSelector(selector.requirements + extra)
         cons.append((c, selector))
+    return cons
+
+
+def reference_counts(
+    incoming: Pod, nodes: tuple[Node, ...], pods: tuple[Pod, ...]
+) -> tuple[list[tuple[SpreadConstraint, LabelSelector | None]], list[dict[str, int]]]:
+    """Section 5.1's PreFilter: the hard constraints (with matchLabelKeys merged) and each
+    one's count per eligible domain (the incoming pod itself not counted)."""
+    cons = reference_constraints(incoming)
 
     def counts_pod(selector: LabelSelector | None, labels: Labels) -> bool:
         if selector is None or not selector.requirements:  # nil, and the `{}` bug (2.4)
@@ -140,18 +146,18 @@ def nodes_strategy(draw: st.DrawFn) -> tuple[Node, ...]:
         if draw(st.booleans()):
             labels["disk"] = "ssd"
         taints = (
-            (Taint("dedicated", "x", draw(st.sampled_from(list(Effect)))),)
+            (taint("dedicated", "x", draw(st.sampled_from(list(Effect)))),)
             if draw(st.integers(0, 3)) == 0
             else ()
         )
-        nodes.append(Node(f"node-{i}", Labels(labels), taints=taints))
+        nodes.append(node(f"node-{i}", labels, taints=taints))
     return tuple(nodes)
 
 
 selectors = st.one_of(
     st.none(),
-    st.just(LabelSelector(())),
-    st.builds(lambda v: LabelSelector((Requirement("app", Op.IN, (v,)),)), label_values),
+    st.just(EVERYTHING),
+    st.builds(lambda v: sel(app=v), label_values),
     st.builds(lambda: LabelSelector((Requirement("app", Op.EXISTS),))),
     st.builds(lambda v: LabelSelector((Requirement("app", Op.NOT_IN, (v,)),)), label_values),
 )
@@ -187,13 +193,14 @@ def pods_strategy(draw: st.DrawFn, nodes: tuple[Node, ...]) -> tuple[Pod, ...]:
             affinity=draw(affinities),
             tolerations=(Toleration("dedicated", "Exists"),) if draw(st.booleans()) else (),
         )
+        namespace = draw(st.sampled_from(["default", "default", "other"]))
         pods.append(
-            Pod(
-                namespace=draw(st.sampled_from(["default", "default", "other"])),
-                name=f"p{i}",
-                labels=Labels(labels),
+            pod(
+                f"p{i}",
+                draw(st.sampled_from([n.name for n in nodes] + [None, "gone"])),
+                labels,
                 spec=spec,
-                node_name=draw(st.sampled_from([n.name for n in nodes] + [None, "gone"])),
+                namespace=namespace,
                 phase=draw(st.sampled_from([Phase.RUNNING] * 4 + [Phase.SUCCEEDED, Phase.FAILED])),
                 terminating=draw(st.integers(0, 6)) == 0,
             )
@@ -204,7 +211,7 @@ def pods_strategy(draw: st.DrawFn, nodes: tuple[Node, ...]) -> tuple[Pod, ...]:
 @st.composite
 def states(draw: st.DrawFn) -> ClusterState:
     nodes = draw(nodes_strategy())
-    return ClusterState(nodes=nodes, pods=draw(pods_strategy(nodes)))
+    return state(nodes, draw(pods_strategy(nodes)))
 
 
 @given(states(), st.data())

@@ -24,13 +24,10 @@ from respread.core.model import (
     OwnerRef,
     Phase,
     Pod,
-    PodSpec,
-    PodTemplate,
     Policy,
     Requirement,
     SpreadConstraint,
     Toleration,
-    Workload,
 )
 from respread.scheduling.explain import Explanation, explain_pod
 from respread.scheduling.spread import SpreadIndex
@@ -41,11 +38,13 @@ from tests.support.builders import (
     hard,
     node,
     pod,
+    pod_spec,
     pods_on,
     sel,
     service,
     soft,
     state,
+    stateful_set,
     taint,
     workload,
 )
@@ -91,13 +90,17 @@ def zones(*counts: int, key: str = "zone") -> tuple[list[Any], list[Pod]]:
 def case_zones(
     id: str,
     counts: tuple[int, ...],
-    constraint: SpreadConstraint,
+    max_skew: int,
+    min_domains: int | None,
     expected: tuple[str, ...],
-    *,
+    global_min: int | None,
     labels: Mapping[str, str] = APP_WEB,
-    global_min: int | None = None,
 ) -> Case:
+    """A row of the zone tables: web pods per zone (node n<i> in zone z<i>), the incoming pod's
+    hard zone constraint (selector app=web), the Filter per node, the global minimum (None:
+    not checked) and the incoming pod's labels (``API``: it does not match the selector)."""
     nodes, pods = zones(*counts)
+    constraint = hard("zone", WEB, max_skew=max_skew, min_domains=min_domains)
     return Case(
         id,
         state(nodes, pods),
@@ -105,6 +108,9 @@ def case_zones(
         {f"n{i}": s for i, s in enumerate(expected, 1)},
         global_min=None if global_min is None else (global_min,),
     )
+
+
+API = {"app": "api"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,51 +231,15 @@ def gate_cases() -> list[Case]:
 
 
 MIN_DOMAINS = [
-    case_zones("no minDomains: min 1", (1, 1), hard("zone", WEB), (OK, OK), global_min=1),
-    case_zones(
-        "minDomains 3 > 2 domains forces min 0",
-        (1, 1),
-        hard("zone", WEB, min_domains=3),
-        (NO, NO),
-        global_min=0,
-    ),
-    case_zones(
-        "minDomains 2 == 2 domains: no effect",
-        (1, 1),
-        hard("zone", WEB, min_domains=2),
-        (OK, OK),
-        global_min=1,
-    ),
-    case_zones(
-        "minDomains 3 <= 3 domains: no effect",
-        (2, 1, 1),
-        hard("zone", WEB, min_domains=3),
-        (NO, OK, OK),
-        global_min=1,
-    ),
-    case_zones(
-        "minDomains 4 > 3 domains: min 0",
-        (2, 1, 1),
-        hard("zone", WEB, min_domains=4),
-        (NO, NO, NO),
-        global_min=0,
-    ),
+    # (id, web pods per zone, maxSkew, minDomains, the Filter per node, global minimum)
+    case_zones("no minDomains: min 1", (1, 1), 1, None, (OK, OK), 1),
+    case_zones("minDomains 3 > 2 domains forces min 0", (1, 1), 1, 3, (NO, NO), 0),
+    case_zones("minDomains 2 == 2 domains: no effect", (1, 1), 1, 2, (OK, OK), 1),
+    case_zones("minDomains 3 <= 3 domains: no effect", (2, 1, 1), 1, 3, (NO, OK, OK), 1),
+    case_zones("minDomains 4 > 3 domains: min 0", (2, 1, 1), 1, 4, (NO, NO, NO), 0),
     # With too few domains each domain holds at most maxSkew matching pods, the new one included.
-    case_zones(
-        "minDomains: a domain may reach maxSkew",
-        (1, 2),
-        hard("zone", WEB, max_skew=2, min_domains=3),
-        (OK, NO),
-        global_min=0,
-    ),
-    case_zones(
-        "selfMatch 0 under minDomains",
-        (1, 1),
-        hard("zone", WEB, min_domains=3),
-        (OK, OK),
-        labels={"app": "api"},
-        global_min=0,
-    ),
+    case_zones("minDomains: a domain may reach maxSkew", (1, 2), 2, 3, (OK, NO), 0),
+    case_zones("selfMatch 0 under minDomains", (1, 1), 1, 3, (OK, OK), 0, API),
     # z3's only node is excluded by the pod's nodeSelector: 2 eligible domains < 3, min 0.
     # (Were z3 counted, 3 domains with 1 pod each would give min 1 and n1, n2 would pass.)
     Case(
@@ -629,29 +599,18 @@ COUNTING = [
 # selfMatch, strict comparison, domains by value (section 5; rules 12.3, 12.4)
 
 COMPARISON = [
+    # (id, web pods per zone, maxSkew, minDomains, the Filter per node, global minimum)
     # selector app=web, pod app=api: z1=2, z2=1, min 1; n1 2+0-1 = 1 passes.
+    case_zones("selfMatch 0 when the pod does not match", (2, 1), 1, None, (OK, OK), None, API),
     case_zones(
-        "selfMatch 0 when the pod does not match",
-        (2, 1),
-        hard("zone", WEB),
-        (OK, OK),
-        labels={"app": "api"},
+        "selfMatch 0: count - min > maxSkew still fails", (3, 1), 1, None, (NO, OK), None, API
     ),
-    case_zones(
-        "selfMatch 0: count - min > maxSkew still fails",
-        (3, 1),
-        hard("zone", WEB),
-        (NO, OK),
-        labels={"app": "api"},
-    ),
-    case_zones("== maxSkew 1 passes", (1, 2), hard("zone", WEB), (OK, NO), global_min=1),
-    case_zones(
-        "empty cluster: the first replica goes anywhere", (0, 0), hard("zone", WEB), (OK, OK)
-    ),
-    case_zones("one over maxSkew fails", (2, 0), hard("zone", WEB, max_skew=2), (NO, OK)),
-    case_zones("exactly maxSkew 2 passes", (1, 0), hard("zone", WEB, max_skew=2), (OK, OK)),
-    case_zones("large maxSkew", (5, 0), hard("zone", WEB, max_skew=6), (OK, OK)),
-    case_zones("large maxSkew exceeded", (6, 0), hard("zone", WEB, max_skew=6), (NO, OK)),
+    case_zones("== maxSkew 1 passes", (1, 2), 1, None, (OK, NO), 1),
+    case_zones("empty cluster: the first replica goes anywhere", (0, 0), 1, None, (OK, OK), None),
+    case_zones("one over maxSkew fails", (2, 0), 2, None, (NO, OK), None),
+    case_zones("exactly maxSkew 2 passes", (1, 0), 2, None, (OK, OK), None),
+    case_zones("large maxSkew", (5, 0), 6, None, (OK, OK), None),
+    case_zones("large maxSkew exceeded", (6, 0), 6, None, (NO, OK), None),
     # Two nodes sharing hostname value h1 are one domain: n2 holds no pod itself but its domain
     # holds n1's, 1+1-0 = 2 > 1 (rule 12.3: per domain, not per node).
     Case(
@@ -968,14 +927,7 @@ def test_explain_judges_a_bound_pod_by_its_own_constraints() -> None:
     owner = OwnerRef("StatefulSet", "web")
     me = pod("web-0", "n1", APP_WEB, constraints=old, owner=owner)
     others = pods_on("n1", 2, constraints=old, owner=owner)
-    sts = Workload(
-        kind="StatefulSet",
-        namespace="default",
-        name="web",
-        selector=WEB,
-        replicas=3,
-        template=PodTemplate(Labels(APP_WEB), PodSpec(constraints=new)),
-    )
+    sts = stateful_set("web", 3, constraints=new)
     cluster = state([node("n1", zone="z1"), node("n2", zone="z2")], [me, *others], workloads=[sts])
     ex = explain_pod(SpreadIndex(cluster), me)
     assert [c.max_skew for c in ex.constraints] == [1]
@@ -990,9 +942,7 @@ def test_profile_for_with_short_lived_specs_and_constraints() -> None:
     for i in range(2000):
         skew = 1 + i % 5
         constraints = (hard("zone", WEB, max_skew=skew),)
-        profile = index.profile_for(
-            "default", labels, PodSpec(constraints=constraints), constraints
-        )
+        profile = index.profile_for("default", labels, pod_spec(constraints), constraints)
         assert profile.constraints[0].max_skew == skew
         del constraints, profile
 

@@ -43,6 +43,7 @@ from typing import Final
 from respread.analysis.groups import Analysis, Members, WorkloadRef, workload_of
 from respread.analysis.whatif import GroupCheck, WorkingCounts
 from respread.core.annotations import DELETION_COST, FIELD_MANAGER
+from respread.core.limits import few_named
 from respread.core.model import Labels, Node, Pod
 from respread.inputs.policy import DeletionCostSettings
 from respread.remedies.cost.memo import CostMemo, Remembered, ScanKeys
@@ -551,7 +552,7 @@ def _message(
     elif state is OrderState.CONFLICT:
         owners = sorted({m for c in conflicts for m in c.foreign})
         tail = (
-            f"another field manager ({', '.join(owners)}) owns the cost of {len(conflicts)}"
+            f"another field manager ({few_named(owners)}) owns the cost of {len(conflicts)}"
             " pod(s): left alone (spec.remediation.deletionCost.takeOver to write anyway)"
         )
     elif state is OrderState.CHANGES:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from respread.core.annotations import (
     COST_POLICY,
@@ -190,25 +190,6 @@ def plan_overlaps(costs: CostPlan | None) -> tuple[int, tuple[tuple[str, str, in
         for o in found[:OVERLAP_EXAMPLES]
     )
     return sum(len(o.pods) for o in found), examples
-
-
-def cost_status(counts: CostCounts) -> dict[str, Any]:
-    """`status.deletionCost`: what the last scan wrote and took back."""
-    return {
-        "written": counts.written,
-        "removed": counts.removed,
-        "handedOver": counts.handed_over,
-        "conflicts": counts.conflicts,
-        "overlaps": counts.overlaps,
-        "overlapping": [
-            {"namespace": ns, "replicaSet": rs, "pods": n, "policy": owner}
-            for ns, rs, n, owner in counts.overlapping
-        ],
-        "skipped": counts.skipped,
-        "failed": counts.failed,
-        "leftForLaterScans": counts.left,
-        "managed": counts.managed,
-    }
 
 
 def cost_event(counts: CostCounts) -> tuple[str, bool, str] | None:

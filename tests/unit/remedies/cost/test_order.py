@@ -16,23 +16,21 @@ from respread.core.model import (
     Phase,
     Pod,
     SpreadConstraint,
-    Workload,
 )
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost.order import CostPlan, OrderState, plan_costs
 from respread.scheduling.controller import Tier, current_cost, tier
-from tests.support.builders import hard, node, pod, sel, state, with_cost, workload
+from tests.support.builders import hard, node, pod, rollout, sel, state, with_cost, zone_node
+from tests.support.constants import DELETION_COST, HOST, ZONE
+from tests.support.tables import cases
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-COST = "controller.kubernetes.io/pod-deletion-cost"
 WEB = {"app": "web", "pod-template-hash": "abc"}
 RS = OwnerRef("ReplicaSet", "web-abc")
 
 
 def zone_nodes(*zones: str) -> list[Node]:
     """One node per entry, named n<i>, in that zone (hostname = name)."""
-    return [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate(zones)]
+    return [zone_node(f"n{i}", z) for i, z in enumerate(zones)]
 
 
 def web_pods(
@@ -56,14 +54,6 @@ def web_pods(
                 )
             )
     return out
-
-
-def deployment_objects() -> list[Workload]:
-    rs = replace(
-        workload("ReplicaSet", "web-abc", sel(app="web")),
-        owner=OwnerRef("Deployment", "web"),
-    )
-    return [workload("Deployment", "web", sel(app="web")), rs]
 
 
 def costs_for(cluster: ClusterState, settings: DeletionCostSettings | None = None) -> CostPlan:
@@ -128,7 +118,7 @@ ORDER_CASES = {
 def test_removal_order_follows_the_zones(case: Case) -> None:
     c = hard(ZONE, sel(app="web"), max_skew=case.max_skew, min_domains=case.min_domains)
     cluster = state(
-        zone_nodes(*case.zones), web_pods(case.layout, [c]), workloads=deployment_objects()
+        zone_nodes(*case.zones), web_pods(case.layout, [c]), workloads=rollout("web", "abc")
     )
     plan = costs_for(cluster)
     (order,) = plan.orders
@@ -146,7 +136,7 @@ def test_zone_and_hostname_together() -> None:
     nodes = zone_nodes("a", "a", "b", "b")
     cs = [hard(ZONE, sel(app="web")), hard(HOST, sel(app="web"))]
     cluster = state(
-        nodes, web_pods({"n0": 2, "n1": 1, "n2": 2, "n3": 1}, cs), workloads=deployment_objects()
+        nodes, web_pods({"n0": 2, "n1": 1, "n2": 2, "n3": 1}, cs), workloads=rollout("web", "abc")
     )
     (order,) = costs_for(cluster).orders
     assert order.safe_steps == 6
@@ -160,7 +150,7 @@ def test_nodes_without_the_key_are_not_counted() -> None:
     cluster = state(
         nodes,
         web_pods({"n0": 1, "n1": 1, "n2": 1, "n3": 1}, [c]),
-        workloads=deployment_objects(),
+        workloads=rollout("web", "abc"),
     )
     (order,) = costs_for(cluster).orders
     assert order.pods[0].pod.node_name == "n3"  # the misplaced pod goes first
@@ -212,7 +202,7 @@ TIERS = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "expected"), [t[1:] for t in TIERS], ids=[t[0] for t in TIERS])
+@cases(("changes", "expected"), TIERS)
 def test_tier(changes: dict[str, object], expected: Tier) -> None:
     assert tier(replace(pod("p", "n0", WEB), **changes)) is expected  # type: ignore[arg-type]
 
@@ -241,9 +231,9 @@ COSTS = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "value"), [c[1:] for c in COSTS], ids=[c[0] for c in COSTS])
+@cases(("raw", "value"), COSTS)
 def test_current_cost(raw: str | None, value: int | None) -> None:
-    annotations = Labels({COST: raw}) if raw is not None else Labels()
+    annotations = Labels({DELETION_COST: raw}) if raw is not None else Labels()
     assert current_cost(replace(pod("p", "n0", WEB), annotations=annotations)) == value
 
 
@@ -260,7 +250,7 @@ def web_with_costs(
 
 
 def in_three_zones(pods: Iterable[Pod]) -> ClusterState:
-    return state(zone_nodes("a", "b", "c"), pods, workloads=deployment_objects())
+    return state(zone_nodes("a", "b", "c"), pods, workloads=rollout("web", "abc"))
 
 
 def three_zones(costs: list[int] | None = None, managers: tuple[str, ...] = ()) -> ClusterState:
@@ -323,7 +313,7 @@ EXCLUDED: list[tuple[str, OwnerRef | None, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("owner", "kind"), [e[1:] for e in EXCLUDED], ids=[e[0] for e in EXCLUDED])
+@cases(("owner", "kind"), EXCLUDED)
 def test_excluded_kinds_are_reported_and_never_ordered(owner: OwnerRef | None, kind: str) -> None:
     c = hard(ZONE, sel(app="web"))
     pods = web_pods({"n0": 2, "n1": 1}, [c], owner=owner) if owner else web_pods({"n0": 1}, [c])
@@ -340,9 +330,8 @@ def test_excluded_kinds_are_reported_and_never_ordered(owner: OwnerRef | None, k
 
 def test_workloads_without_hard_constraints_are_not_ordered() -> None:
     pods = web_pods({"n0": 2, "n1": 1}, [])
-    assert costs_for(state(zone_nodes("a", "b"), pods, workloads=deployment_objects())) == CostPlan(
-        (), (), (), 0
-    )
+    cluster = state(zone_nodes("a", "b"), pods, workloads=rollout("web", "abc"))
+    assert costs_for(cluster) == CostPlan((), (), (), 0)
 
 
 # (id, pods per node of zones a/b/c/d, nodes whose pods are not Ready, the message's head)
@@ -370,11 +359,7 @@ REPORTED_HEADS: list[tuple[str, Mapping[str, int], frozenset[str], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("layout", "not_ready", "head"),
-    [e[1:] for e in REPORTED_HEADS],
-    ids=[e[0] for e in REPORTED_HEADS],
-)
+@cases(("layout", "not_ready", "head"), REPORTED_HEADS)
 def test_the_message_says_violated_now_only_when_it_is(
     layout: Mapping[str, int], not_ready: frozenset[str], head: str
 ) -> None:
@@ -382,7 +367,7 @@ def test_the_message_says_violated_now_only_when_it_is(
         replace(p, ready=p.node_name not in not_ready)
         for p in web_pods(layout, [hard(ZONE, sel(app="web"))])
     ]
-    plan = costs_for(state(zone_nodes("a", "b", "c", "d"), pods, workloads=deployment_objects()))
+    plan = costs_for(state(zone_nodes("a", "b", "c", "d"), pods, workloads=rollout("web", "abc")))
     (order,) = plan.orders
     assert order.message.startswith(head), order.message
 

@@ -25,30 +25,17 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from respread.analysis.groups import WorkloadRef, analyze
-from respread.core.model import (
-    ClusterState,
-    Effect,
-    Labels,
-    LabelSelector,
-    Node,
-    Op,
-    OwnerRef,
-    Pod,
-    Policy,
-    Requirement,
-    Taint,
-)
+from respread.core.model import ClusterState, OwnerRef, Pod, Policy
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost.order import plan_costs
-from tests.support.builders import hard, pod, sel, workload
+from tests.support.builders import hard, node, pod, rollout, sel, state, taint, workload, zone_node
+from tests.support.constants import HOST, ZONE
 from tests.support.removal_orders import most_safe_removals
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 WEB = WorkloadRef("default", "Deployment", "web")
 WEB_RS = OwnerRef("ReplicaSet", "web-abc")
 API_RS = OwnerRef("ReplicaSet", "api-def")
-FRONT = LabelSelector((Requirement("tier", Op.IN, ("front",)),))
+FRONT = sel(tier="front")
 
 
 @dataclass(frozen=True)
@@ -64,17 +51,11 @@ def clusters(draw: st.DrawFn) -> Generated:
     for z in range(zones):
         for k in range(draw(st.integers(1, 2))):
             name = f"z{z}n{k}"
-            nodes.append(Node(name, Labels({ZONE: f"z{z}", HOST: name})))
+            nodes.append(zone_node(name, f"z{z}"))
     if draw(st.integers(0, 3)) == 0:
-        nodes.append(Node("nokey", Labels({HOST: "nokey"})))
+        nodes.append(node("nokey", {HOST: "nokey"}))
     if draw(st.integers(0, 3)) == 0:
-        nodes.append(
-            Node(
-                "tainted",
-                Labels({ZONE: "z0", HOST: "tainted"}),
-                taints=(Taint("dedicated", "x", Effect.NO_SCHEDULE),),
-            )
-        )
+        nodes.append(zone_node("tainted", "z0", taints=(taint("dedicated", "x"),)))
     shared = draw(st.booleans())
     web_constraints = [
         hard(
@@ -94,14 +75,12 @@ def clusters(draw: st.DrawFn) -> Generated:
         for i in range(draw(st.integers(0, 2))):
             ready = draw(st.integers(0, 4)) > 0  # mostly Ready
             web.append(
-                replace(
-                    pod(
-                        f"web-{name}-{i}",
-                        name,
-                        {"app": "web", "tier": "front", "pod-template-hash": "abc"},
-                        constraints=web_constraints,
-                        owner=WEB_RS,
-                    ),
+                pod(
+                    f"web-{name}-{i}",
+                    name,
+                    {"app": "web", "tier": "front", "pod-template-hash": "abc"},
+                    constraints=web_constraints,
+                    owner=WEB_RS,
                     ready=ready,
                     created=float(draw(st.integers(0, 3))),
                 )
@@ -130,17 +109,11 @@ def clusters(draw: st.DrawFn) -> Generated:
         pod("lonely", names[-1], {"app": "lonely"}, constraints=[hard(ZONE, sel(app="lonely"))]),
     ]
     workloads = (
-        workload("Deployment", "web", sel(app="web")),
-        replace(
-            workload("ReplicaSet", "web-abc", sel(app="web")), owner=OwnerRef("Deployment", "web")
-        ),
-        workload("Deployment", "api", sel(app="api")),
-        replace(
-            workload("ReplicaSet", "api-def", sel(app="api")), owner=OwnerRef("Deployment", "api")
-        ),
+        *rollout("web", "abc"),
+        *rollout("api", "def"),
         workload("StatefulSet", "db", sel(app="db")),
     )
-    cluster = ClusterState(nodes=tuple(nodes), pods=(*web, *api, *excluded), workloads=workloads)
+    cluster = state(nodes, (*web, *api, *excluded), workloads=workloads)
     return Generated(cluster, tuple(web))
 
 

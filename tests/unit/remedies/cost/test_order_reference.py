@@ -25,7 +25,7 @@ import pytest
 from respread.analysis.groups import Analysis, Members, analyze, violating_nodes
 from respread.analysis.whatif import GroupCheck
 from respread.core.annotations import DELETION_COST
-from respread.core.model import ClusterState, Labels, Node, Pod
+from respread.core.model import ClusterState, Labels, Pod
 from respread.inputs.objects import load_documents
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost import order as deletion_cost
@@ -40,6 +40,7 @@ from respread.remedies.cost.order import (
     removal_order,
     replay,
 )
+from tests.support.constants import ZONE
 from tests.support.paths import REPO
 
 GENERATE = REPO / "bench" / "generate.py"
@@ -169,16 +170,7 @@ def changes(state: ClusterState, first: CostPlan) -> list[ClusterState]:
     pod = ordered[0].pods[0].pod
     node_name = pod.node_name
     relabelled = [
-        Node(
-            n.name,
-            Labels({**n.labels, "topology.kubernetes.io/zone": "elsewhere"}),
-            n.taints,
-            n.unschedulable,
-            n.allocatable,
-            n.max_pods,
-            n.ready,
-            n.created,
-        )
+        dataclasses.replace(n, labels=Labels({**n.labels, ZONE: "elsewhere"}))
         if n.name == node_name
         else n
         for n in state.nodes

@@ -27,10 +27,8 @@ from respread.core.model import ClusterState, Node, OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost.order import OrderState, plan_costs
 from respread.scheduling.controller import current_cost, tier
-from tests.support.builders import hard, node, pod, sel, state, with_cost, workload
-
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
+from tests.support.builders import hard, pod, rollout, sel, state, with_cost, zone_node
+from tests.support.constants import HOST, ZONE
 
 
 @dataclass(frozen=True)
@@ -40,12 +38,7 @@ class Case:
     cap: int
 
     def cluster(self, pods: tuple[Pod, ...]) -> ClusterState:
-        rs = replace(
-            workload("ReplicaSet", "web-abc", sel(app="web")), owner=OwnerRef("Deployment", "web")
-        )
-        return state(
-            self.nodes, pods, workloads=[workload("Deployment", "web", sel(app="web")), rs]
-        )
+        return state(self.nodes, pods, workloads=rollout("web", "abc"))
 
 
 OLD_COST = st.one_of(
@@ -57,9 +50,7 @@ OLD_COST = st.one_of(
 def cases(draw: st.DrawFn) -> Case:
     zones = draw(st.integers(2, 4))
     nodes = [
-        node(f"n{z}{i}", labels={ZONE: f"z{z}", HOST: f"n{z}{i}"})
-        for z in range(zones)
-        for i in range(draw(st.integers(1, 2)))
+        zone_node(f"n{z}{i}", f"z{z}") for z in range(zones) for i in range(draw(st.integers(1, 2)))
     ]
     constraints = [hard(ZONE, sel(app="web"), max_skew=draw(st.integers(1, 2)))]
     if draw(st.booleans()):

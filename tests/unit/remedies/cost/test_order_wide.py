@@ -38,31 +38,16 @@ from hypothesis import strategies as st
 
 from respread.analysis.groups import Group, WorkloadRef, analyze
 from respread.core.annotations import DELETION_COST
-from respread.core.model import (
-    ClusterState,
-    Effect,
-    Labels,
-    LabelSelector,
-    Node,
-    Op,
-    OwnerRef,
-    Phase,
-    Pod,
-    Policy,
-    Requirement,
-    SpreadConstraint,
-    Taint,
-)
+from respread.core.model import ClusterState, Labels, OwnerRef, Phase, Pod, Policy, SpreadConstraint
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost.order import CostPlan, OrderState, ReplicaSetOrder, plan_costs
 from respread.scheduling.spread import Profile
-from tests.support.builders import hard, pod, sel, soft, workload
+from tests.support.builders import hard, node, pod, rollout, sel, soft, state, taint, zone_node
+from tests.support.constants import HOST, ZONE
 from tests.support.removal_orders import most_safe_removals
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 WEB = WorkloadRef("default", "Deployment", "web")
-FRONT = LabelSelector((Requirement("tier", Op.IN, ("front",)),))
+FRONT = sel(tier="front")
 EXAMPLES = int(os.environ.get("HYPOTHESIS_WIDE_EXAMPLES", "150"))
 MAX_PODS = 7  # per ReplicaSet, to keep the exhaustive search small
 
@@ -115,6 +100,19 @@ def _constraints(draw: st.DrawFn) -> list[SpreadConstraint]:
     return constraints
 
 
+def _pods_per_node(draw: st.DrawFn, names: list[str]) -> list[int]:
+    """How many pods of a ReplicaSet each node holds: anything from 0 to 2, or round-robin
+    over the zones' n-th nodes from a random one (mostly balanced)."""
+    if draw(st.booleans()):
+        return [draw(st.integers(0, 2)) for _ in names]
+    rounds = sorted(range(len(names)), key=lambda j: (names[j][-1], names[j]))
+    start, count = draw(st.integers(0, len(names) - 1)), draw(st.integers(2, MAX_PODS))
+    per_node = [0] * len(names)
+    for k in range(count):
+        per_node[rounds[(start + k) % len(names)]] += 1
+    return per_node
+
+
 @st.composite
 def clusters(draw: st.DrawFn) -> Generated:
     zones = draw(st.integers(1, 4))
@@ -123,12 +121,11 @@ def clusters(draw: st.DrawFn) -> Generated:
         for k in range(draw(st.integers(1, 3))):
             name = f"z{z}n{k}"
             pool = "a" if (z + k) % 2 == 0 else "b"
-            nodes.append(Node(name, Labels({ZONE: f"z{z}", HOST: name, "pool": pool})))
+            nodes.append(zone_node(name, f"z{z}", pool=pool))
     if draw(st.booleans()):
-        nodes.append(Node("nokey", Labels({HOST: "nokey", "pool": "a"})))
+        nodes.append(node("nokey", {HOST: "nokey", "pool": "a"}))
     if draw(st.integers(0, 3)) == 0:
-        taint = Taint("dedicated", "x", Effect.NO_SCHEDULE)
-        nodes.append(Node("tainted", Labels({ZONE: "z0", HOST: "tainted"}), taints=(taint,)))
+        nodes.append(zone_node("tainted", "z0", taints=(taint("dedicated", "x"),)))
     names = [n.name for n in nodes]
     pinned = draw(st.booleans())
     template = draw(_constraints())
@@ -138,15 +135,7 @@ def clusters(draw: st.DrawFn) -> Generated:
         made: list[Pod] = []
         # mid-rollout, the new template may change the constraints
         constraints = template if rs == "abc" or draw(st.booleans()) else draw(_constraints())
-        if draw(st.booleans()):
-            per_node = [draw(st.integers(0, 2)) for _ in names]
-        else:
-            # round-robin over the zones' n-th nodes, from a random one: mostly balanced
-            rounds = sorted(range(len(names)), key=lambda j: (names[j][-1], names[j]))
-            start, count = draw(st.integers(0, len(names) - 1)), draw(st.integers(2, MAX_PODS))
-            per_node = [0] * len(names)
-            for k in range(count):
-                per_node[rounds[(start + k) % len(names)]] += 1
+        per_node = _pods_per_node(draw, names)
         per_node.append(draw(st.integers(0, 1)))  # on a node the snapshot no longer holds
         per_node.append(draw(st.integers(0, 1)))  # unassigned
         for name, number in zip([*names, "gone", None], per_node, strict=True):
@@ -178,27 +167,13 @@ def clusters(draw: st.DrawFn) -> Generated:
         for name in names
         for i in range(draw(st.integers(0, 1)))
     ]
-    workloads = (
-        workload("Deployment", "web", sel(app="web")),
-        replace(
-            workload("ReplicaSet", "web-abc", sel(app="web")), owner=OwnerRef("Deployment", "web")
-        ),
-        replace(
-            workload("ReplicaSet", "web-new", sel(app="web")), owner=OwnerRef("Deployment", "web")
-        ),
-        workload("Deployment", "api", sel(app="api")),
-        replace(
-            workload("ReplicaSet", "api-def", sel(app="api")), owner=OwnerRef("Deployment", "api")
-        ),
-    )
+    workloads = (*rollout("web", "abc", "new"), *rollout("api", "def"))
     # the same labels in another namespace: never counted by web's selectors
     elsewhere = [
         replace(p, namespace="other", name=f"other-{p.name}", owner=OwnerRef("ReplicaSet", "x"))
         for p in all_web[: draw(st.integers(0, 2))]
     ]
-    cluster = ClusterState(
-        nodes=tuple(nodes), pods=(*all_web, *api, *elsewhere), workloads=workloads
-    )
+    cluster = state(nodes, (*all_web, *api, *elsewhere), workloads=workloads)
     return Generated(cluster, {k: tuple(v) for k, v in replica_sets.items()})
 
 

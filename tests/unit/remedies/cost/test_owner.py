@@ -15,7 +15,6 @@ from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, 
 from respread.core.model import (
     ClusterState,
     Labels,
-    Namespace,
     OwnerRef,
     Pod,
     SpreadConstraint,
@@ -32,25 +31,27 @@ from respread.inputs.policy import (
 )
 from respread.kube import annotations
 from respread.kube.annotations import CostResult, release_cost, write_cost
+from respread.pipeline import scan
 from respread.remedies.cost.order import OrderState, plan_costs
 from respread.remedies.cost.owner import Ownership, orders, owner, writes_costs
 from respread.remedies.cost.release import (
     CostCounts,
-    cost_status,
     coverage,
     ordered_pods,
     plan_overlaps,
     plan_releases,
 )
-from respread.report.build import _deletion_cost_text, deletion_cost_section
-from respread.runtime.memory import PolicyMemory
-from respread.runtime.scan import compute
-from tests.support.builders import hard, node, pod, sel, soft, state, workload
+from respread.report.build import deletion_cost_section
+from respread.report.contract import deletion_cost_status_json
+from respread.report.status import deletion_cost_status
+from respread.report.text import deletion_cost_text
+from tests.support.builders import hard, namespace, pod, sel, soft, state, workload, zone_node
+from tests.support.constants import ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 RS = OwnerRef("ReplicaSet", "web-abc")
-NAMESPACES = {"default": Namespace("default"), "team": Namespace("team")}
+NAMESPACES = {"default": namespace("default"), "team": namespace("team")}
+THREE_ZONES = [zone_node(f"n{i}", z) for i, z in enumerate("abc")]
+WEB_RS = workload("ReplicaSet", "web-abc", sel(app="web"))
 HARD = hard(ZONE, sel(app="web"))
 
 
@@ -204,10 +205,8 @@ def test_whether_a_policy_orders_a_pod(
 
 
 def cluster(named: str | None) -> ClusterState:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [web(f"w{i}", f"n{i % 3}", named=named) for i in range(6)]
-    rs = replace(workload("ReplicaSet", "web-abc", sel(app="web")), owner=None)
-    return state(nodes, pods, workloads=[rs])
+    return state(THREE_ZONES, pods, workloads=[WEB_RS])
 
 
 @pytest.mark.parametrize(
@@ -246,13 +245,12 @@ def test_the_plan_leaves_another_policys_replica_set_alone(
     count, examples = plan_overlaps(plan)
     assert (count, examples) == (6, (("default", "web-abc", 6, overlap),))
     section = deletion_cost_section(plan)
-    assert section["overlaps"] == 6
-    assert section["orders"][0]["owner"] == overlap
-    assert section["orders"][0]["state"] == "Overlap"
+    assert section.overlaps == 6
+    assert section.orders[0].owner == overlap
+    assert section.orders[0].state is OrderState.OVERLAP
 
 
 def test_overlap_examples_are_bounded_in_the_status() -> None:
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = []
     workloads = []
     for r in range(12):
@@ -269,14 +267,16 @@ def test_overlap_examples_are_bounded_in_the_status() -> None:
         workloads.append(workload("ReplicaSet", f"rs{r:02}", sel(app=f"rs{r:02}")))
     me = policy("b")
     plan = plan_costs(
-        analyze(state(nodes, pods, workloads=workloads), me),
+        analyze(state(THREE_ZONES, pods, workloads=workloads), me),
         me.remediation.deletion_cost,
         ownership=Ownership.of("b", [policy("a")], NAMESPACES),
     )
     count, examples = plan_overlaps(plan)
     assert count == 36
     assert [e[1] for e in examples] == [f"rs{r:02}" for r in range(10)]
-    status = cost_status(CostCounts(overlaps=count, overlapping=examples))
+    status = deletion_cost_status_json(
+        deletion_cost_status(CostCounts(overlaps=count, overlapping=examples))
+    )
     assert status["overlaps"] == 36 and len(status["overlapping"]) == 10
     assert status["overlapping"][0] == {
         "namespace": "default",
@@ -292,7 +292,7 @@ def test_the_text_report_names_the_owner() -> None:
     plan = plan_costs(
         analysis, me.remediation.deletion_cost, ownership=Ownership.of("b", [policy("a")], {})
     )
-    lines = _deletion_cost_text({"deletionCost": deletion_cost_section(plan)})
+    lines = deletion_cost_text(deletion_cost_section(plan))
     (heading,) = [line for line in lines if "web-abc" in line]
     assert "Overlap" in heading
     assert any("RebalancePolicy a also writes costs here" in line for line in lines)
@@ -326,11 +326,12 @@ def test_a_policy_letting_go_hands_over_to_the_replica_sets_owner(
 def test_a_policy_hands_over_what_it_wrote_in_a_replica_set_another_owns() -> None:
     """b wrote some costs, a wrote others of the same ReplicaSet: a owns it (first by name of
     the two named); b hands its pods over to a rather than keeping them."""
-    nodes = [node(f"n{i}", labels={ZONE: z, HOST: f"n{i}"}) for i, z in enumerate("abc")]
     pods = [
         web(f"w{i}", f"n{i % 3}", named="a" if i % 2 else "b", cost=str(i + 1)) for i in range(6)
     ]
-    cluster_ = state(nodes, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))])
+    cluster_ = state(
+        THREE_ZONES, pods, workloads=[workload("ReplicaSet", "web-abc", sel(app="web"))]
+    )
     me = policy("b")
     others = [policy("a")]
     plan = plan_costs(
@@ -458,7 +459,7 @@ def test_write_and_release_share_the_read_and_its_checks(
 def test_a_scan_reports_the_replica_sets_another_policy_owns(
     others: list[str], overlaps: int
 ) -> None:
-    computed = compute(cluster(None), policy("b"), PolicyMemory(), 1e9, [policy(o) for o in others])
+    computed = scan(cluster(None), policy("b"), 1e9, others=[policy(o) for o in others])
     assert computed.costs is not None
-    assert computed.report["deletionCost"]["overlaps"] == overlaps
+    assert computed.report.deletion_cost.overlaps == overlaps
     assert len(computed.costs.patches) == 6 - overlaps

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from respread.core.annotations import COST_POLICY, COST_WRITTEN, DELETION_COST, ReleaseAction
-from respread.core.model import Labels, Namespace, Phase, Pod, PodSpec
+from respread.core.model import Labels, Namespace, Phase, Pod
 from respread.inputs.policy import (
     DEFAULT_POLICY,
     DeletionCostSettings,
@@ -22,7 +22,6 @@ from respread.remedies.cost.release import (
     CostCounts,
     Lifecycle,
     cost_event,
-    cost_status,
     coverage,
     finalizer_due,
     lifecycle_of,
@@ -30,7 +29,8 @@ from respread.remedies.cost.release import (
     respread_cost,
     tagged,
 )
-from tests.support.builders import hard, pod, sel
+from tests.support.builders import hard, pod, pod_spec, sel
+from tests.support.constants import ZONE
 
 MINE = "p1"
 
@@ -153,8 +153,8 @@ def test_another_policy_covers_a_pod_when_it_writes_costs_in_its_namespace(
 ) -> None:
     namespaces = {"team": Namespace("team"), "default": Namespace("default")}
     # a pod with a hard constraint: every policy covering its namespace would order it
-    spread = hard("topology.kubernetes.io/zone", sel(app="web"))
-    pod_ = replace(costed("a", namespace=namespace), spec=PodSpec(constraints=(spread,)))
+    spread = hard(ZONE, sel(app="web"))
+    pod_ = replace(costed("a", namespace=namespace), spec=pod_spec((spread,)))
     covered_by = coverage(MINE, others, namespaces, [pod_])
     assert covered_by(pod_) == expected
 
@@ -213,19 +213,3 @@ def test_one_event_a_scan_only_when_something_was_written_or_taken_back(
     assert event[:2] == (reason, warning)
     for w in words:
         assert w in event[2]
-
-
-def test_the_status_fields() -> None:
-    counts = CostCounts(1, 2, 3, 4, 9, 5, 6, 7, 8, (("ns", "web-1", 3, "a"),))
-    assert cost_status(counts) == {
-        "written": 1,
-        "removed": 2,
-        "handedOver": 3,
-        "conflicts": 4,
-        "overlaps": 9,
-        "overlapping": [{"namespace": "ns", "replicaSet": "web-1", "pods": 3, "policy": "a"}],
-        "skipped": 5,
-        "failed": 6,
-        "leftForLaterScans": 7,
-        "managed": 8,
-    }

@@ -11,7 +11,9 @@ from respread.core.model import ClusterState, OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.remedies.evict.planner import plan
 from respread.report.build import build_report
+from respread.report.contract import report_json
 from tests.support.builders import hard, node, pod, sel, state
+from tests.support.manifests import manifests
 
 ZONES = ("a", "b", "c")
 
@@ -44,7 +46,7 @@ def rollout(order_seed: int | None) -> ClusterState:
 def report_of(cluster: ClusterState) -> str:
     analysis = analyze(cluster, DEFAULT_POLICY)
     result = plan(analysis, DEFAULT_POLICY, now=0.0)
-    return json.dumps(build_report(analysis, result, DEFAULT_POLICY), sort_keys=True)
+    return json.dumps(report_json(build_report(analysis, result, DEFAULT_POLICY)), sort_keys=True)
 
 
 def test_reports_agree_across_listing_orders_and_object_identities() -> None:
@@ -60,34 +62,9 @@ def test_bare_look_alike_pods_stay_separate_workloads() -> None:
     their own workload, as the report and the planner treat them."""
     from respread.inputs.objects import load_documents
 
-    docs = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"n-{z}", "labels": {"zone": z}},
-        }
-        for z in ZONES
-    ] + [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"api-{i}", "namespace": "default", "labels": {"app": "api"}},
-            "spec": {
-                "nodeName": "n-a",
-                "containers": [{"name": "c", "image": "x"}],
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "zone",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": "api"}},
-                    }
-                ],
-            },
-            "status": {"phase": "Running"},
-        }
-        for i in range(3)
-    ]
+    spread = hard("zone", sel(app="api"))
+    api = [pod(f"api-{i}", "n-a", {"app": "api"}, constraints=(spread,)) for i in range(3)]
+    docs = manifests(*(node(f"n-{z}", zone=z) for z in ZONES), *api)
     cluster = load_documents([("test", d) for d in docs]).state
     assert len({id(p.labels) for p in cluster.pods}) == 1  # interned alike
     violations = json.loads(report_of(cluster))["violations"]

@@ -11,7 +11,7 @@ from respread.analysis.groups import WorkloadRef
 from respread.core.model import DisruptionBudget, Labels, OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, EvictionSettings, RebalancePolicy
 from respread.remedies.evict.evictor import EvictionGate, Refusal
-from tests.support.builders import WEB, pod
+from tests.support.builders import APP_WEB, WEB, budget, pod
 
 RS = OwnerRef("ReplicaSet", "web-1")
 WEB_REF = WorkloadRef("default", "Deployment", "web")
@@ -20,8 +20,7 @@ NOW = 10_000.0
 
 
 def web(name: str = "web-a", node: str = "n1", **kw: object) -> Pod:
-    p = pod(name, node, {"app": "web"}, owner=RS, **kw)  # type: ignore[arg-type]
-    return replace(p, created=0.0)
+    return pod(name, node, APP_WEB, owner=RS, created=0.0, **kw)
 
 
 def policy(**eviction: object) -> RebalancePolicy:
@@ -29,15 +28,8 @@ def policy(**eviction: object) -> RebalancePolicy:
     return replace(DEFAULT_POLICY, eviction=settings)
 
 
-def budget(allowed: int, stale: bool = False, name: str = "web") -> DisruptionBudget:
-    return DisruptionBudget(
-        "default",
-        name,
-        WEB,
-        generation=2 if stale else 1,
-        observed_generation=1,
-        disruptions_allowed=allowed,
-    )
+def web_budget(allowed: int, stale: bool = False, name: str = "web") -> DisruptionBudget:
+    return budget(name, WEB, allowed=allowed, generation=2 if stale else 1, observed=1)
 
 
 @pytest.mark.parametrize(
@@ -51,9 +43,9 @@ def budget(allowed: int, stale: bool = False, name: str = "web") -> DisruptionBu
             (),
             Refusal.PROTECTED,
         ),
-        (web(), (budget(0, stale=True),), Refusal.BLOCKED),  # a stale budget
-        (web(), (budget(1), budget(1, name="web-too")), Refusal.BLOCKED),  # two budgets
-        (web(), (budget(1),), None),
+        (web(), (web_budget(0, stale=True),), Refusal.BLOCKED),  # a stale budget
+        (web(), (web_budget(1), web_budget(1, name="web-too")), Refusal.BLOCKED),  # two budgets
+        (web(), (web_budget(1),), None),
     ],
     ids=["free", "bare", "daemonset", "opted-out", "stale-budget", "two-budgets", "budget-ok"],
 )
@@ -66,7 +58,7 @@ def test_refusal(
 
 
 def test_a_budget_allowing_no_disruption_blocks_outright() -> None:
-    found = EvictionGate(policy(), (budget(0),)).refusal(web(), NOW)
+    found = EvictionGate(policy(), (web_budget(0),)).refusal(web(), NOW)
     assert found is not None and found[0] is Refusal.BLOCKED
 
 
@@ -134,7 +126,7 @@ def test_cooldown_and_hold() -> None:
 
 
 def test_a_budget_used_up_by_the_runs_own_evictions_defers_and_uncommit_gives_back() -> None:
-    gate = EvictionGate(policy(max_per_workload=None), (budget(1),))
+    gate = EvictionGate(policy(max_per_workload=None), (web_budget(1),))
     assert gate.deferral(web("web-z"), WEB_REF, NOW, {}) == ""
     gate.commit(web("web-a"), WEB_REF)
     assert gate.used() == {"default/web": 1}

@@ -15,40 +15,15 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from respread.analysis.groups import analyze
-from respread.core.model import (
-    ClusterState,
-    DisruptionBudget,
-    Labels,
-    LabelSelector,
-    Node,
-    NodeAffinity,
-    Op,
-    OwnerRef,
-    Pod,
-    PodSpec,
-    Requirement,
-    SpreadConstraint,
-    When,
-)
-from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
+from respread.core.model import ClusterState, DisruptionBudget, OwnerRef, Pod
 from respread.remedies.evict import planner
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
 from tests.support.brute_force import describe, fewest_evictions, misplaced
+from tests.support.builders import budget, eviction_policy, hard, node, pod, pod_spec, sel, state
+from tests.support.constants import HOST, ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-
-POLICY = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(
-        max_per_run=None, max_per_workload=None, min_pod_age=0.0, cooldown=0.0
-    ),
-)
-
-
-def _selector(key: str, value: str) -> LabelSelector:
-    return LabelSelector((Requirement(key, Op.IN, (value,)),))
+POLICY = eviction_policy(cooldown=0.0)
 
 
 @st.composite
@@ -59,9 +34,7 @@ def small_clusters(draw: st.DrawFn) -> ClusterState:
         zone = draw(st.sampled_from(["za", "za", "zb", "zb", "zc", None]))
         if zone is not None:
             labels[ZONE] = zone
-        nodes.append(
-            Node(f"n{k}", Labels(labels), max_pods=draw(st.sampled_from([None, None, 2, 3])))
-        )
+        nodes.append(node(f"n{k}", labels, max_pods=draw(st.sampled_from([None, None, 2, 3]))))
     pods: list[Pod] = []
     budgets: list[DisruptionBudget] = []
     room = 7  # pods in all: the brute force explores every set of evictions
@@ -76,47 +49,30 @@ def small_clusters(draw: st.DrawFn) -> ClusterState:
             if draw(st.booleans()):
                 across = draw(st.integers(0, 3)) == 0  # counts every pod of the tier
                 constraints.append(
-                    SpreadConstraint(
-                        draw(st.integers(1, 2)),
+                    hard(
                         key,
-                        When.DO_NOT_SCHEDULE,
-                        _selector("tier", tier) if across else _selector("app", app),
-                        draw(st.sampled_from([None, None, 2])) if key == ZONE else None,
+                        sel(tier=tier) if across else sel(app=app),
+                        max_skew=draw(st.integers(1, 2)),
+                        min_domains=draw(st.sampled_from([None, None, 2])) if key == ZONE else None,
                     )
                 )
         pinned = draw(st.integers(0, 5)) == 0
-        spec = PodSpec(
-            constraints=tuple(constraints),
-            affinity=NodeAffinity(Labels({ZONE: "za"})) if pinned else NodeAffinity(),
-        )
+        spec = pod_spec(constraints, node_selector={ZONE: "za"} if pinned else None)
         bare = draw(st.integers(0, 7)) == 0
         owner = None if bare else OwnerRef("ReplicaSet", f"{app}-rs")
         crowd = draw(st.sampled_from([1, len(nodes) - 1]))  # crowded on two nodes, or spread
         for i in range(count):
-            pods.append(
-                Pod(
-                    "default",
-                    f"{app}-{i}",
-                    Labels({"app": app, "tier": tier}),
-                    spec,
-                    node_name=nodes[draw(st.integers(0, crowd))].name,
-                    owner=owner,
-                    created=float(i),
-                )
-            )
+            where = nodes[draw(st.integers(0, crowd))].name
+            labels = {"app": app, "tier": tier}
+            pods.append(pod(f"{app}-{i}", where, labels, spec=spec, owner=owner, created=float(i)))
         if draw(st.integers(0, 3)) == 0:
             allowed, stale = draw(st.integers(0, 2)), draw(st.integers(0, 4)) == 0
+            generation = 2 if stale else 1
+            selector = sel(app=app)
             budgets.append(
-                DisruptionBudget(
-                    "default",
-                    f"{app}-pdb",
-                    _selector("app", app),
-                    generation=2 if stale else 1,
-                    observed_generation=1,
-                    disruptions_allowed=allowed,
-                )
+                budget(f"{app}-pdb", selector, allowed=allowed, generation=generation, observed=1)
             )
-    return ClusterState(nodes=tuple(nodes), pods=tuple(pods), budgets=tuple(budgets))
+    return state(nodes, pods, budgets=budgets)
 
 
 @given(small_clusters())

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
+from typing import Any
 from unittest.mock import patch
 
 from hypothesis import event, given, settings
@@ -35,11 +37,8 @@ from respread.analysis.groups import Analysis, analyze
 from respread.core.model import (
     ClusterState,
     DisruptionBudget,
-    Effect,
-    Labels,
     LabelSelector,
     Node,
-    NodeAffinity,
     NodeSelectorTerm,
     Op,
     OwnerRef,
@@ -50,33 +49,33 @@ from respread.core.model import (
     Requirement,
     Resources,
     SpreadConstraint,
-    Taint,
     Toleration,
     When,
 )
 from respread.core.selectors import selector_matches
-from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
 from respread.remedies.evict import planner
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
 from tests.support.brute_force import describe, fewest_evictions, misplaced
+from tests.support.builders import (
+    EVERYTHING,
+    budget,
+    constraint,
+    eviction_policy,
+    node,
+    pod,
+    pod_spec,
+    sel,
+    soft,
+    state,
+    taint,
+)
+from tests.support.constants import HOST, ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 # pods in all, movable or not: the brute force explores every set of evictions
 MAX_PODS = int(os.environ.get("RESPREAD_WIDE_PODS", "7"))
-
-POLICY = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(
-        max_per_run=None, max_per_workload=None, min_pod_age=0.0, cooldown=0.0
-    ),
-)
+POLICY = eviction_policy(cooldown=0.0)
 EXAMPLES = int(os.environ.get("RESPREAD_WIDE_EXAMPLES", "0"))
-
-
-def _is(key: str, value: str) -> Requirement:
-    return Requirement(key, Op.IN, (value,))
 
 
 @st.composite
@@ -92,13 +91,11 @@ def _nodes(draw: st.DrawFn) -> tuple[Node, ...]:
             labels[HOST] = host
         if draw(st.integers(0, 2)) == 0:
             labels["disk"] = "ssd"
-        taints = (
-            (Taint("dedicated", "x", Effect.NO_SCHEDULE),) if draw(st.integers(0, 4)) == 0 else ()
-        )
+        taints = (taint("dedicated", "x"),) if draw(st.integers(0, 4)) == 0 else ()
         nodes.append(
-            Node(
+            node(
                 f"n{k}",
-                Labels(labels),
+                labels,
                 taints=taints,
                 unschedulable=draw(st.integers(0, 7)) == 0,
                 max_pods=draw(st.sampled_from([None, None, 1, 2, 3])),
@@ -113,13 +110,13 @@ def _nodes(draw: st.DrawFn) -> tuple[Node, ...]:
 def _selectors(app: str, tier: str) -> st.SearchStrategy[LabelSelector | None]:
     return st.sampled_from(
         [
-            LabelSelector((_is("app", app),)),
-            LabelSelector((_is("app", app),)),
-            LabelSelector((_is("tier", tier),)),  # counts the tier's other workloads too
+            sel(app=app),
+            sel(app=app),
+            sel(tier=tier),  # counts the tier's other workloads too
             LabelSelector((Requirement("app", Op.EXISTS),)),  # counts every pod
             LabelSelector((Requirement("app", Op.NOT_IN, (app,)),)),  # counts others, not itself
             None,  # counts nothing: only the key matters
-            LabelSelector(()),  # `{}`: counts nothing either (spread-semantics.md 2.4)
+            EVERYTHING,  # `{}`: counts nothing either (spread-semantics.md 2.4)
         ]
     )
 
@@ -128,24 +125,25 @@ def _selectors(app: str, tier: str) -> st.SearchStrategy[LabelSelector | None]:
 def _constraint(draw: st.DrawFn, key: str, app: str, tier: str) -> SpreadConstraint:
     when = draw(st.sampled_from([When.DO_NOT_SCHEDULE] * 3 + [When.SCHEDULE_ANYWAY]))
     hard = when is When.DO_NOT_SCHEDULE
-    return SpreadConstraint(
-        max_skew=draw(st.sampled_from([1, 1, 2, 3])),
-        topology_key=key,
+    max_skew = draw(st.sampled_from([1, 1, 2, 3]))
+    return constraint(
+        key,
+        draw(_selectors(app, tier)),
         when=when,
-        selector=draw(_selectors(app, tier)),
+        max_skew=max_skew,
         min_domains=draw(st.sampled_from([None, None, 2, 3, 4])) if hard else None,
-        node_affinity_policy=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
-        node_taints_policy=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
+        affinity=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
+        taints=draw(st.sampled_from([None, Policy.HONOR, Policy.IGNORE])),
         match_label_keys=draw(st.sampled_from([(), (), ("version",)])),
     )
 
 
-_AFFINITIES = (
-    NodeAffinity(),
-    NodeAffinity(),
-    NodeAffinity(),
-    NodeAffinity(Labels({"disk": "ssd"})),
-    NodeAffinity(required_terms=(NodeSelectorTerm((Requirement(ZONE, Op.NOT_IN, ("zc",)),)),)),
+_AFFINITIES: tuple[dict[str, Any], ...] = (  # pod_spec's keywords: none, nodeSelector, a term
+    {},
+    {},
+    {},
+    {"node_selector": {"disk": "ssd"}},
+    {"required_terms": (NodeSelectorTerm((Requirement(ZONE, Op.NOT_IN, ("zc",)),)),)},
 )
 
 
@@ -154,26 +152,12 @@ def _workload_spec(draw: st.DrawFn, app: str, tier: str) -> PodSpec:
     keys = draw(st.sampled_from([(ZONE,), (HOST,), (ZONE, HOST), (ZONE, ZONE), ()]))
     constraints = [draw(_constraint(key, app, tier)) for key in keys]
     if len(keys) == 2 and keys[0] == keys[1]:  # the API allows a key twice only hard + soft
-        constraints[1] = SpreadConstraint(
-            max_skew=constraints[1].max_skew,
-            topology_key=ZONE,
-            when=When.SCHEDULE_ANYWAY,
-            selector=constraints[1].selector,
-        )
-        constraints[0] = SpreadConstraint(
-            **{**_fields(constraints[0]), "when": When.DO_NOT_SCHEDULE}  # type: ignore[arg-type]
-        )
+        constraints[1] = soft(ZONE, constraints[1].selector, max_skew=constraints[1].max_skew)
+        constraints[0] = replace(constraints[0], when=When.DO_NOT_SCHEDULE)
     tolerations = (Toleration("dedicated", "Exists"),) if draw(st.integers(0, 3)) == 0 else ()
-    return PodSpec(
-        constraints=tuple(constraints),
-        affinity=draw(st.sampled_from(_AFFINITIES)),
-        tolerations=tolerations,
-        requests=Resources(cpu=draw(st.sampled_from([0, 0, 400, 600]))),
-    )
-
-
-def _fields(c: SpreadConstraint) -> dict[str, object]:
-    return {f: getattr(c, f) for f in SpreadConstraint.__dataclass_fields__}
+    affinity = draw(st.sampled_from(_AFFINITIES))
+    requests = Resources(cpu=draw(st.sampled_from([0, 0, 400, 600])))
+    return pod_spec(constraints, **affinity, tolerations=tolerations, requests=requests)
 
 
 @st.composite
@@ -195,56 +179,46 @@ def wide_clusters(draw: st.DrawFn) -> ClusterState:
         for i in range(count):
             version = "2" if rollout and i % 2 else "1"
             owner = None if kind == "bare" else OwnerRef(kind, f"{app}-{version}")
-            state = draw(st.sampled_from(["live"] * 8 + ["terminating", "finished", "pending"]))
+            fate = draw(st.sampled_from(["live"] * 8 + ["terminating", "finished", "pending"]))
             pods.append(
-                Pod(
-                    "default",
+                pod(
                     f"{app}-{i}",
-                    Labels({"app": app, "tier": tier, "version": version}),
-                    spec,
-                    node_name=None if state == "pending" else names[draw(st.integers(0, crowd))],
+                    None if fate == "pending" else names[draw(st.integers(0, crowd))],
+                    {"app": app, "tier": tier, "version": version},
+                    spec=spec,
                     phase={"finished": Phase.SUCCEEDED, "pending": Phase.PENDING}.get(
-                        state, Phase.RUNNING
+                        fate, Phase.RUNNING
                     ),
-                    terminating=state == "terminating",
+                    terminating=fate == "terminating",
                     owner=owner,
                     created=float(i),
                 )
             )
     if draw(st.booleans()):  # the same labels in another namespace: never counted here
-        pods.append(
-            Pod(
-                "other",
-                "stray",
-                Labels({"app": "w0", "tier": "a", "version": "1"}),
-                PodSpec(),
-                node_name=draw(st.sampled_from(names)),
-                owner=OwnerRef("ReplicaSet", "stray"),
-            )
-        )
+        labels = {"app": "w0", "tier": "a", "version": "1"}
+        where = draw(st.sampled_from(names))
+        stray = OwnerRef("ReplicaSet", "stray")
+        pods.append(pod("stray", where, labels, namespace="other", owner=stray))
     budgets = [
-        _budget(draw, f"pdb{b}", sel, pods)
-        for b, sel in enumerate(
+        _budget(draw, f"pdb{b}", selector, pods)
+        for b, selector in enumerate(
             draw(
                 st.lists(
-                    st.sampled_from(
-                        [_is("app", "w0"), _is("app", "w1"), _is("app", "w2"), _is("tier", "a")]
-                    ),
+                    st.sampled_from([sel(app="w0"), sel(app="w1"), sel(app="w2"), sel(tier="a")]),
                     max_size=2,
                 )
             )
         )
     ]
-    return ClusterState(nodes=nodes, pods=tuple(pods), budgets=tuple(budgets))
+    return state(nodes, pods, budgets=budgets)
 
 
 def _budget(
-    draw: st.DrawFn, name: str, requirement: Requirement, pods: list[Pod]
+    draw: st.DrawFn, name: str, selector: LabelSelector, pods: list[Pod]
 ) -> DisruptionBudget:
     """A budget's status as the disruption controller writes it: expected pods, healthy ones,
     desiredHealthy from minAvailable or maxUnavailable (percentages rounded up), and
     disruptionsAllowed = healthy - desired, at least 0."""
-    selector = LabelSelector((requirement,))
     covered = [
         p
         for p in pods
@@ -260,16 +234,15 @@ def _budget(
     scaled = math.ceil(int(value[:-1]) * expected / 100) if isinstance(value, str) else value
     desired = scaled if field == "min" else max(0, expected - scaled)
     stale = draw(st.integers(0, 7)) == 0
-    return DisruptionBudget(
-        "default",
+    return budget(
         name,
         selector,
+        allowed=max(0, healthy - desired),
         generation=2 if stale else 1,
-        observed_generation=1,
-        disruptions_allowed=max(0, healthy - desired),
-        current_healthy=healthy,
-        desired_healthy=desired,
-        expected_pods=expected,
+        observed=1,
+        healthy=healthy,
+        desired=desired,
+        expected=expected,
     )
 
 

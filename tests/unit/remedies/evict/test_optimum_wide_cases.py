@@ -3,19 +3,19 @@ the brute-force optimum (brute_force.py) now."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from respread.analysis.groups import analyze
-from respread.core.model import ClusterState, Node, OwnerRef, Pod, SpreadConstraint
+from respread.core.model import ClusterState, OwnerRef, Pod, SpreadConstraint
 from respread.remedies.evict import planner
 from respread.remedies.evict.planner import plan
 from respread.remedies.evict.replay import apply_moves
 from tests.support.brute_force import fewest_evictions, misplaced
-from tests.support.builders import hard, node, pod, sel
+from tests.support.builders import hard, node, pod, sel, state
+from tests.support.constants import HOST, ZONE
 from tests.unit.remedies.evict.test_optimum_wide import POLICY
-
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 
 
 def _pods(
@@ -46,7 +46,7 @@ def _foreign_counted() -> ClusterState:
     tier = sel(tier="a")
     pods = _pods([("w0-0", "n0")], "w0", (hard(HOST, tier),), tier="a")
     pods += _pods([("w1-0", "n0"), ("w1-1", "n0")], "w1", (hard(ZONE, tier),), tier="a")
-    return ClusterState(nodes=tuple(nodes), pods=tuple(pods))
+    return state(nodes, pods)
 
 
 def _steered() -> ClusterState:
@@ -56,37 +56,36 @@ def _steered() -> ClusterState:
     group, so that its replacement (n1 again: the evicted pod holds its room) fills n1 and
     sends w0's pods to n2. It was reported NOT FIXABLE: no search moved a pod that no
     violated group counts."""
-    nodes: list[Node] = [
+    nodes = [
         node("n0", unschedulable=True),
-        node("n1", {ZONE: "zb", HOST: "h1"}),
+        node("n1", {ZONE: "zb", HOST: "h1"}, max_pods=3),
         node("n2", {ZONE: "za", HOST: "h2"}),
     ]
-    nodes[1] = Node(nodes[1].name, nodes[1].labels, max_pods=3)
     w0 = (hard(ZONE, sel(app="w0"), max_skew=3),)
     w1 = (hard(HOST, sel(tier="b"), min_domains=4, match_label_keys=("version",)),)
     pods = _pods([(f"w0-{i}", "n0") for i in range(3)], "w0", w0, tier="b", version="1")
     pods += _pods([("w1-0", "n0")], "w1", w1, tier="b", version="1")
     pods += _pods([("w1-1", "n1")], "w1", w1, tier="b", version="2")
-    return ClusterState(nodes=tuple(nodes), pods=tuple(pods))
+    return state(nodes, pods)
 
 
 @pytest.mark.parametrize(
     ("cluster", "optimum"), [(_foreign_counted, 1), (_steered, 5)], ids=["foreign", "steered"]
 )
 def test_the_plan_is_the_optimum(
-    cluster: object, optimum: int, monkeypatch: pytest.MonkeyPatch
+    cluster: Callable[[], ClusterState], optimum: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    state: ClusterState = cluster()  # type: ignore[operator]
-    result = plan(analyze(state, POLICY), POLICY)
+    before = cluster()
+    result = plan(analyze(before, POLICY), POLICY)
     evictions = result.moves + result.deferred
     assert all(o.fixable for o in result.outcomes), result.method_note
     assert result.method == "exact"
-    assert misplaced(state.nodes, apply_moves(state, evictions).pods) == []
-    assert fewest_evictions(state, POLICY, len(state.pods)) == optimum == len(evictions)
+    assert misplaced(before.nodes, apply_moves(before, evictions).pods) == []
+    assert fewest_evictions(before, POLICY, len(before.pods)) == optimum == len(evictions)
     for o in result.outcomes:  # the report's "at least N move(s)"
         assert o.group.minimum_moves is not None and 1 <= o.group.minimum_moves <= optimum
     monkeypatch.setattr(planner, "EXACT_MOVABLE", 0)  # greedy alone: more, or not fixable
-    greedy = plan(analyze(state, POLICY), POLICY)
+    greedy = plan(analyze(before, POLICY), POLICY)
     assert len(greedy.moves + greedy.deferred) > optimum or not all(
         o.fixable for o in greedy.outcomes
     )

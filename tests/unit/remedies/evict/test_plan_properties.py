@@ -17,39 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from respread.analysis.groups import WorkloadRef, analyze
-from respread.core.model import (
-    ClusterState,
-    DisruptionBudget,
-    Effect,
-    Labels,
-    LabelSelector,
-    Node,
-    NodeAffinity,
-    Op,
-    OwnerRef,
-    Pod,
-    PodSpec,
-    Requirement,
-    Resources,
-    SpreadConstraint,
-    Taint,
-    Toleration,
-    When,
-)
-from respread.inputs.policy import EvictionSettings, Protections, RebalancePolicy, Selection
+from respread.core.model import ClusterState, DisruptionBudget, OwnerRef, Pod, Resources, Toleration
+from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
 from respread.scheduling.safety import protection
+from tests.support import builders as make
+from tests.support.constants import HOST, ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-
-
-def app_selector(app: str) -> LabelSelector:
-    return LabelSelector((Requirement("app", Op.IN, (app,)),))
-
-
-SHARED = LabelSelector((Requirement("tier", Op.IN, ("web",)),))
+SHARED = make.sel(tier="web")
 
 
 @dataclass(frozen=True)
@@ -78,10 +54,10 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
             name = f"n{z}{k}"
             tainted = not single_constraint and draw(st.integers(0, 9)) == 0
             nodes.append(
-                Node(
-                    name=name,
-                    labels=Labels({ZONE: f"z{z}", HOST: name}),
-                    taints=(Taint("gpu", "true", Effect.NO_SCHEDULE),) if tainted else (),
+                make.zone_node(
+                    name,
+                    f"z{z}",
+                    taints=(make.taint("gpu", "true"),) if tainted else (),
                     allocatable=None
                     if unlimited
                     else Resources(cpu=draw(st.sampled_from([1000, 2000]))),
@@ -114,35 +90,30 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
             else draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.booleans()))),
         )
         constraints = []
-        selector = SHARED if shape.shared_selector else app_selector(shape.app)
+        selector = SHARED if shape.shared_selector else make.sel(app=shape.app)
         if shape.zone_skew is not None:
             constraints.append(
-                SpreadConstraint(
-                    shape.zone_skew, ZONE, When.DO_NOT_SCHEDULE, selector, shape.min_domains
-                )
+                make.hard(ZONE, selector, max_skew=shape.zone_skew, min_domains=shape.min_domains)
             )
         if shape.host_skew is not None:
-            constraints.append(
-                SpreadConstraint(shape.host_skew, HOST, When.DO_NOT_SCHEDULE, selector)
-            )
-        spec = PodSpec(
-            constraints=tuple(constraints),
-            affinity=NodeAffinity(Labels({ZONE: shape.pinned_zone}))
-            if shape.pinned_zone
-            else NodeAffinity(),
+            constraints.append(make.hard(HOST, selector, max_skew=shape.host_skew))
+        spec = make.pod_spec(
+            constraints,
+            node_selector={ZONE: shape.pinned_zone} if shape.pinned_zone else None,
             tolerations=(Toleration("gpu", "Exists"),) if shape.tolerates_gpu else (),
             requests=Resources(cpu=100),
         )
-        labels = Labels({"app": shape.app, "tier": "web"})
+        labels = {"app": shape.app, "tier": "web"}
         owner = None if shape.bare else OwnerRef("ReplicaSet", f"{shape.app}-rs")
         for i, node_index in enumerate(shape.placement):
+            where = nodes[node_index].name
             pods.append(
-                Pod(
-                    shape.namespace,
+                make.pod(
                     f"{shape.app}-{i}",
+                    where,
                     labels,
-                    spec,
-                    node_name=nodes[node_index].name,
+                    spec=spec,
+                    namespace=shape.namespace,
                     owner=owner,
                     created=float(i),
                 )
@@ -150,39 +121,31 @@ def clusters(draw: st.DrawFn, single_constraint: bool = False) -> ClusterState:
         if shape.budget is not None:
             allowed, stale = shape.budget
             budgets.append(
-                DisruptionBudget(
-                    shape.namespace,
+                make.budget(
                     f"{shape.app}-pdb",
-                    app_selector(shape.app),
+                    make.sel(app=shape.app),
+                    allowed=allowed,
+                    namespace=shape.namespace,
                     generation=2 if stale else 1,
-                    observed_generation=1,
-                    disruptions_allowed=allowed,
+                    observed=1,
                 )
             )
-    return ClusterState(nodes=tuple(nodes), pods=tuple(pods), budgets=tuple(budgets))
+    return make.state(nodes, pods, budgets=budgets)
 
 
 @st.composite
 def policies(draw: st.DrawFn) -> RebalancePolicy:
     caps = st.sampled_from([None, None, 0, 1, 2, 5])
-    return RebalancePolicy(
-        selection=Selection(exclude_namespaces=frozenset()),
-        eviction=EvictionSettings(
-            max_per_run=draw(caps),
-            max_per_node=draw(caps),
-            max_per_namespace=draw(caps),
-            max_per_workload=draw(caps),
-            require_fit=draw(st.booleans()),
-            min_pod_age=0.0,
-            protections=Protections(),
-        ),
+    return make.eviction_policy(
+        max_per_run=draw(caps),
+        max_per_node=draw(caps),
+        max_per_namespace=draw(caps),
+        max_per_workload=draw(caps),
+        require_fit=draw(st.booleans()),
     )
 
 
-UNCAPPED = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(max_per_run=None, max_per_workload=None, min_pod_age=0.0),
-)
+UNCAPPED = make.eviction_policy()
 
 
 def signature(p: Plan) -> tuple[object, ...]:
@@ -216,16 +179,16 @@ def test_no_budget_no_cap_is_exceeded_and_protected_pods_stay(
     ):
         if cap is not None:
             assert max(Counter(map(key, moves)).values(), default=0) <= cap
-    for budget in state.budgets:
+    for pdb in state.budgets:
         covered = [
             m
             for m in moves
-            if m.pod.namespace == budget.namespace
-            and m.pod.labels.get("app") == budget.selector.requirements[0].values[0]
+            if m.pod.namespace == pdb.namespace
+            and m.pod.labels.get("app") == pdb.selector.requirements[0].values[0]
         ]
-        if budget.stale:
+        if pdb.stale:
             assert covered == []
-        assert len(covered) <= max(budget.disruptions_allowed, 0)
+        assert len(covered) <= max(pdb.disruptions_allowed, 0)
     for m in moves:
         assert protection(m.pod, policy, None) is None
         assert m.pod.owner is not None

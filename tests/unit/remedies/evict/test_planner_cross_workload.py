@@ -10,46 +10,22 @@ from unittest.mock import patch
 import pytest
 
 from respread.analysis.groups import analyze
-from respread.core.model import (
-    ClusterState,
-    Labels,
-    LabelSelector,
-    Node,
-    NodeAffinity,
-    Op,
-    OwnerRef,
-    Pod,
-    PodSpec,
-    Requirement,
-    SpreadConstraint,
-    When,
-)
-from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
+from respread.core.model import ClusterState, OwnerRef, Pod, PodSpec
 from respread.remedies.evict import planner
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
+from tests.support.builders import eviction_policy, hard, pod, pod_spec, sel, state, zone_node
+from tests.support.constants import HOST, ZONE
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-POLICY = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(max_per_run=None, max_per_workload=None, min_pod_age=0.0),
-)
-
-
-def sel(key: str, value: str) -> LabelSelector:
-    return LabelSelector((Requirement(key, Op.IN, (value,)),))
-
-
-def node(name: str, zone: str) -> Node:
-    return Node(name, Labels({ZONE: zone, HOST: name}))
+POLICY = eviction_policy()
 
 
 def pods(app: str, tier: str, spec: PodSpec, *where: str) -> list[Pod]:
-    labels = Labels({"app": app, "tier": tier})
+    """The pods of ``<app>-rs`` labelled app and tier, one on each node of ``where``."""
+    labels = {"app": app, "tier": tier}
     owner = OwnerRef("ReplicaSet", f"{app}-rs")
     return [
-        Pod("ns", f"{app}-{i}", labels, spec, node_name=n, owner=owner, created=float(i))
+        pod(f"{app}-{i}", n, labels, spec=spec, namespace="ns", owner=owner, created=float(i))
         for i, n in enumerate(where)
     ]
 
@@ -67,16 +43,13 @@ def test_a_counted_pod_of_another_workload_moves_when_the_groups_own_cannot(
     exhaustive: bool,
 ) -> None:
     # w0 counts every tier=a pod by zone but is pinned to za, which holds three of them.
-    pinned = PodSpec(
-        constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, sel("tier", "a")),),
-        affinity=NodeAffinity(Labels({ZONE: "za"})),
+    pinned = pod_spec((hard(ZONE, sel(tier="a")),), node_selector={ZONE: "za"})
+    own = pod_spec((hard(ZONE, sel(app="w1")),))
+    cluster = state(
+        (zone_node("a1", "za"), zone_node("b1", "zb")),
+        (*pods("w0", "a", pinned, "a1"), *pods("w1", "a", own, "a1", "a1")),
     )
-    own = PodSpec(constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, sel("app", "w1")),))
-    state = ClusterState(
-        nodes=(node("a1", "za"), node("b1", "zb")),
-        pods=(*pods("w0", "a", pinned, "a1"), *pods("w1", "a", own, "a1", "a1")),
-    )
-    result = run(state, exhaustive)
+    result = run(cluster, exhaustive)
     (move,) = result.moves
     assert move.workload.name == "w1-rs" and move.to_node == "b1"
 
@@ -85,15 +58,12 @@ def test_a_counted_pod_of_another_workload_moves_when_the_groups_own_cannot(
 def test_a_follower_mends_the_spread_the_first_move_would_break(exhaustive: bool) -> None:
     # w0 (zone, its own pods) sits all in za; w1's hostname spread counts every tier=b pod,
     # so w0's move alone would crowd c1; one of w1's pods there must follow to a1.
-    zone = PodSpec(constraints=(SpreadConstraint(1, ZONE, When.DO_NOT_SCHEDULE, sel("app", "w0")),))
-    host = PodSpec(constraints=(SpreadConstraint(1, HOST, When.DO_NOT_SCHEDULE, sel("tier", "b")),))
-    state = ClusterState(
-        nodes=(node("a1", "za"), node("a2", "za"), node("c1", "zc")),
-        pods=(
-            *pods("w0", "b", zone, "a1", "a2"),
-            *pods("w1", "b", host, "c1", "c1", "a2"),
-        ),
+    zone = pod_spec((hard(ZONE, sel(app="w0")),))
+    host = pod_spec((hard(HOST, sel(tier="b")),))
+    cluster = state(
+        (zone_node("a1", "za"), zone_node("a2", "za"), zone_node("c1", "zc")),
+        (*pods("w0", "b", zone, "a1", "a2"), *pods("w1", "b", host, "c1", "c1", "a2")),
     )
-    result = run(state, exhaustive)
+    result = run(cluster, exhaustive)
     assert [m.workload.name for m in result.moves] == ["w0-rs", "w1-rs"]
     assert len(result.deferred) == 0

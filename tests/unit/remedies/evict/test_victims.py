@@ -5,23 +5,18 @@ crowded, and followers that mend a spread the group's own move would break."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pytest
 
 from respread.analysis.groups import Analysis, Members, analyze
 from respread.analysis.tally import SimCounts
 from respread.core.model import ClusterState, Labels, OwnerRef, Pod, Policy, SpreadConstraint, When
-from respread.inputs.policy import EvictionSettings, RebalancePolicy, Selection
 from respread.remedies.evict import victims
 from respread.remedies.evict.steps import Skip, SkipKind
-from tests.support.builders import WEB, hard, node, pod, sel, state
+from tests.support.builders import WEB, eviction_policy, hard, node, pod, sel, state
 
-POLICY = RebalancePolicy(
-    selection=Selection(exclude_namespaces=frozenset()),
-    eviction=EvictionSettings(max_per_run=None, max_per_workload=None, min_pod_age=0.0),
-)
-ZONE = (hard("zone", WEB),)
+POLICY = eviction_policy()
+BY_ZONE = (hard("zone", WEB),)
 ZONE_AND_HOST = (hard("zone", WEB), hard("host", WEB))
 # pinned pods judged over every zone: one profile with the unpinned ones
 ZONE_ANY_AFFINITY = (hard("zone", WEB, affinity=Policy.IGNORE),)
@@ -30,14 +25,14 @@ ZONE_ANY_AFFINITY = (hard("zone", WEB, affinity=Policy.IGNORE),)
 def web(
     name: str,
     where: str,
-    constraints: tuple[SpreadConstraint, ...] = ZONE,
+    constraints: tuple[SpreadConstraint, ...] = BY_ZONE,
     priority: int = 0,
     created: float = 0.0,
     pinned: bool = False,
     app: str = "web",
     labels: dict[str, str] | None = None,
 ) -> Pod:
-    p = pod(
+    return pod(
         name,
         where,
         labels or {"app": app},
@@ -45,8 +40,8 @@ def web(
         owner=OwnerRef("ReplicaSet", f"{app}-rs"),
         priority=priority,
         node_selector={"zone": "za"} if pinned else None,
+        created=created,
     )
-    return replace(p, created=created)
 
 
 def setup(cluster: ClusterState) -> tuple[Analysis, SimCounts]:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from respread.report.build import surge_plan_entry, surge_steps
+from respread.report.contract import surge_plan_json
 from tests.unit.remedies.surge.test_plan import WEB, cluster, policy_with, run
 
 
@@ -60,7 +61,7 @@ def test_the_landing_at_max_skew(
     assert plan.misplaced_after == 0  # the likely placement fixes it
     assert plan.determined is determined
     assert plan.worst_misplaced == worst
-    entry = surge_plan_entry(plan, policy)
+    entry = surge_plan_json(surge_plan_entry(plan, policy))
     assert entry["landingDetermined"] is determined
     assert entry["worstCaseMisplacedAfter"] == worst
     first = surge_steps(plan, policy)[0]

@@ -16,39 +16,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from respread.analysis.groups import analyze
+from respread.core.model import OwnerRef
 from respread.inputs.objects import load_documents
 from respread.remedies.surge.others import harm_to_others
+from tests.support.builders import hard, pod, sel_in
+from tests.support.manifests import manifest
 from tests.unit.remedies.surge.test_plan import WEB, policy_with, run, skewed
 
 RACKS = {"n-a": "r1", "n-b": "r2", "n-c": "r2"}
 
 
 def watch_pod(i: int, node: str, apps: list[str]) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": f"watch-{i}",
-            "namespace": "ns1",
-            "uid": f"watch-uid-{i}",
-            "labels": {"app": "watch"},
-            "ownerReferences": [{"kind": "ReplicaSet", "name": "watch-rs", "controller": True}],
-        },
-        "spec": {
-            "nodeName": node,
-            "topologySpreadConstraints": [
-                {
-                    "maxSkew": 1,
-                    "topologyKey": "rack",
-                    "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": {
-                        "matchExpressions": [{"key": "app", "operator": "In", "values": apps}]
-                    },
-                }
-            ],
-            "containers": [{"name": "c", "image": "x"}],
-        },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    """A pod of watch's ReplicaSet on ``node``, spread over racks counting the pods of
+    ``apps``."""
+    spread = (hard("rack", sel_in("app", *apps)),)
+    owner = OwnerRef("ReplicaSet", "watch-rs")
+    labels = {"app": "watch"}
+    uid = f"watch-uid-{i}"
+    watch = pod(
+        f"watch-{i}", node, labels, constraints=spread, namespace="ns1", uid=uid, owner=owner
+    )
+    return manifest(watch)
 
 
 def docs_with_watch(nodes: list[str], apps: list[str]) -> list[dict[str, Any]]:

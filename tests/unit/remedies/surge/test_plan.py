@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from respread.analysis.groups import WorkloadRef, analyze
 from respread.cli import main
 from respread.core.annotations import SURGE_STATE
+from respread.core.model import Autoscaler, OwnerRef, ReplicaStatus, Resources
 from respread.inputs.objects import load_documents
 from respread.inputs.policy import (
     DEFAULT_POLICY,
@@ -31,6 +32,7 @@ from respread.inputs.policy import (
     parse_policy,
 )
 from respread.remedies.choose import (
+    Remedy,
     apply_remediation,
     defer_surged,
     eviction_blocked,
@@ -42,26 +44,29 @@ from respread.remedies.surge.advance import ActionKind, next_operation, operatio
 from respread.remedies.surge.operation import Operation, Phase
 from respread.remedies.surge.plan import plan_surges
 from respread.remedies.surge.victims import VICTIM_COST
-from respread.report.build import build_report, render_text
+from respread.report.build import build_report
+from respread.report.contract import report_json
+from respread.report.model import SurgeState
 from respread.report.status import surge_digest
+from respread.report.text import render_text
+from tests.support.builders import (
+    APP_WEB,
+    budget,
+    deployment,
+    hard,
+    node,
+    pod,
+    pod_spec,
+    replica_set,
+    sel,
+)
+from tests.support.constants import NOW_EPOCH
+from tests.support.manifests import manifest
 
-NOW = 1_800_000_000.0
+NOW = NOW_EPOCH
 WEB = WorkloadRef("ns1", "Deployment", "web")
-SPREAD = [
-    {
-        "maxSkew": 1,
-        "topologyKey": "zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
-]
-TEMPLATE = {
-    "metadata": {"labels": {"app": "web"}},
-    "spec": {
-        "topologySpreadConstraints": SPREAD,
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}],
-    },
-}
+TEMPLATE = pod_spec((hard("zone", sel(app="web")),), requests=Resources(cpu=100))
+CREATED = 1_795_168_800.0  # 2026-11-20T10:00:00Z: pod i is created i seconds later
 
 
 def cluster(
@@ -78,121 +83,63 @@ def cluster(
     generation: tuple[int, int] = (1, 1),
 ) -> list[dict[str, Any]]:
     """Nodes n-<zone>, one per zone; a Deployment web and its ReplicaSet; its pods, each
-    (zone, state) with state Ready, NotReady or Pending (unbound); a budget maxUnavailable 0."""
-    out: list[dict[str, Any]] = [
-        {
-            "kind": "Node",
-            "metadata": {"name": f"n-{z}", "labels": {"zone": z}},
-            "status": {
-                "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
-        for z in zones
-    ]
+    (zone, state) with state Ready, NotReady or Pending (unbound); a budget maxUnavailable 0.
+    The Deployment's labels and annotations are written as given, for the parser to read."""
     n = len(pods)
     ready = sum(1 for _, s in pods if s == "Ready")
     replicas = n if replicas is None else replicas
-    out.append(
-        {
-            "kind": "Deployment",
-            "metadata": {
-                "name": "web",
-                "namespace": "ns1",
-                "uid": "dep-uid",
-                "resourceVersion": "100",
-                "generation": generation[0],
-                "labels": labels or {},
-                "annotations": annotations or {},
-            },
-            "spec": {
-                "replicas": replicas,
-                "paused": paused,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": TEMPLATE,
-            },
-            "status": {
-                "observedGeneration": generation[1],
-                **(
-                    status
-                    or {
-                        "replicas": n,
-                        "updatedReplicas": n,
-                        "readyReplicas": ready,
-                        "availableReplicas": ready,
-                    }
-                ),
-            },
-        }
+    counts = status or {
+        "replicas": n,
+        "updatedReplicas": n,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+    }
+    fields = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+    web = deployment(
+        "web",
+        replicas,
+        namespace="ns1",
+        template=TEMPLATE,
+        uid="dep-uid",
+        resource_version="100",
+        generation=generation[0],
+        observed_generation=generation[1],
+        paused=paused,
+        rollout=ReplicaStatus(*(counts.get(f, 0) for f in fields)),
     )
-    out.append(
-        {
-            "kind": "ReplicaSet",
-            "metadata": {
-                "name": "web-rs",
-                "namespace": "ns1",
-                "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}],
-            },
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": TEMPLATE,
-            },
-        }
+    web_doc = manifest(web)
+    web_doc["metadata"] |= {"labels": labels or {}, "annotations": annotations or {}}
+    allocatable = Resources(cpu=8000, memory=16 * 2**30)
+    docs = [manifest(node(f"n-{z}", zone=z, allocatable=allocatable, max_pods=110)) for z in zones]
+    rs = replica_set(
+        "web-rs",
+        replicas,
+        labels=APP_WEB,
+        namespace="ns1",
+        template=TEMPLATE,
+        owner=OwnerRef("Deployment", "web"),
     )
+    docs += [web_doc, manifest(rs)]
     for i, (zone, state) in enumerate(pods, 1):
-        bound = state != "Pending"
-        out.append(
-            {
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"web-rs-{i}",
-                    "namespace": "ns1",
-                    "uid": f"uid-{i}",
-                    "labels": {"app": "web"},
-                    "creationTimestamp": f"2026-11-20T10:00:{i:02d}Z",
-                    "ownerReferences": [
-                        {"kind": "ReplicaSet", "name": "web-rs", "controller": True}
-                    ],
-                },
-                "spec": {**({"nodeName": f"n-{zone}"} if bound else {}), **TEMPLATE["spec"]},
-                "status": {
-                    "phase": "Running" if bound else "Pending",
-                    "conditions": [{"type": "Ready", "status": str(state == "Ready")}],
-                },
-            }
+        where = f"n-{zone}" if state != "Pending" else None
+        web_pod = pod(
+            f"web-rs-{i}",
+            where,
+            APP_WEB,
+            spec=TEMPLATE,
+            namespace="ns1",
+            uid=f"uid-{i}",
+            created=CREATED + i,
+            owner=OwnerRef("ReplicaSet", "web-rs"),
+            ready=state == "Ready",
         )
+        docs.append(manifest(web_pod))
     if pdb:
-        out.append(
-            {
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "web", "namespace": "ns1", "generation": 1},
-                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}},
-                "status": {
-                    "observedGeneration": 1,
-                    "disruptionsAllowed": 0,
-                    "currentHealthy": ready,
-                    "desiredHealthy": n,
-                    "expectedPods": n,
-                },
-            }
-        )
+        web_budget = budget("web", namespace="ns1", healthy=ready, desired=n, expected=n)
+        docs.append(manifest(web_budget, spec={"maxUnavailable": 0}))
     if hpa:
-        out.append(
-            {
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": "web-hpa", "namespace": "ns1"},
-                "spec": {
-                    "scaleTargetRef": {
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "name": "web",
-                    },
-                    "maxReplicas": 10,
-                },
-            }
-        )
-    return out
+        docs.append(manifest(Autoscaler("ns1", "web-hpa", "Deployment", "web")))
+    return docs
 
 
 def skewed(**kw: Any) -> list[dict[str, Any]]:
@@ -507,27 +454,26 @@ def test_the_report_names_the_remedies_and_the_surge_steps() -> None:
     policy = policy_with()
     analysis, result, surge = run(skewed(), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    (v,) = report["violations"]
-    assert v["remedy"] == "Surge"
-    assert [r["name"] for r in v["remedies"]] == ["Evict", "DeletionCost", "Surge"]
-    section = report["surge"]
-    (p,) = section["plans"]
-    assert (p["replicas"], p["targetReplicas"], len(p["steps"])) == (6, 8, 4)
+    (v,) = report.violations
+    assert v.remedy is Remedy.SURGE
+    assert [r.remedy for r in v.remedies] == [Remedy.EVICT, Remedy.DELETION_COST, Remedy.SURGE]
+    (p,) = report.surge.plans
+    assert (p.replicas, p.target_replicas, len(p.steps)) == (6, 8, 4)
     text = render_text(report)
     assert "Would surge ns1/web (Deployment) 6 -> 8 -> 6 replicas:" in text
     assert "scale spec.replicas 8 -> 6" in text
     (digest,) = surge_digest(report)
-    assert digest["state"] == "Planned"
+    assert digest.state is SurgeState.PLANNED
 
 
 def test_a_skip_is_reported_with_its_reason() -> None:
     policy = policy_with()
     analysis, result, surge = run(skewed(labels={"helm.toolkit.fluxcd.io/name": "w"}), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    (sk,) = report["surge"]["skipped"]
-    assert "Flux (HelmRelease)" in sk["reason"]
-    surge_remedy = report["violations"][0]["remedies"][2]
-    assert surge_remedy["applies"] is False and "Flux" in surge_remedy["reason"]
+    (sk,) = report.surge.skipped
+    assert "Flux (HelmRelease)" in sk.reason
+    surge_remedy = report.violations[0].remedies[2]
+    assert surge_remedy.applies is False and "Flux" in surge_remedy.reason
     assert "Not surged: ns1/web" in render_text(report)
 
 
@@ -535,7 +481,12 @@ def test_without_surge_the_report_section_is_disabled() -> None:
     policy = DEFAULT_POLICY
     analysis, result, surge = run(skewed(), policy)
     report = build_report(analysis, result, policy, surge=surge)
-    assert report["surge"] == {"enabled": False, "plans": [], "skipped": [], "operations": []}
+    assert report_json(report)["surge"] == {
+        "enabled": False,
+        "plans": [],
+        "skipped": [],
+        "operations": [],
+    }
 
 
 def _policy(surge: dict[str, Any]) -> RebalancePolicy:

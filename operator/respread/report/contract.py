@@ -1,0 +1,436 @@
+"""The JSON contract: the typed report and status (report/model.py) as the documents respread
+prints and writes (docs/report.md). This is the only place that knows the field names and their
+order; fields are only ever added.
+
+A status is written as a JSON merge patch of the status subresource, where a field left out is
+left as it was. ``status_patch`` therefore clears, with an explicit null (which the API server
+removes), every field a completed scan's status can leave out; lists that can become empty are
+written as ``[]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from respread.analysis.groups import WorkloadRef
+from respread.inputs.policy import API_VERSION
+from respread.remedies.choose import RemedyVerdict
+from respread.report.model import (
+    TIER_NAMES,
+    ConditionsStatus,
+    Cooldown,
+    CostEntry,
+    CostExcluded,
+    CostOrder,
+    CostPatch,
+    DeletionCostSection,
+    DeletionCostStatus,
+    DomainPods,
+    DomainsDigest,
+    Eviction,
+    PlanStep,
+    Report,
+    Skipped,
+    Status,
+    StatusCondition,
+    StatusSummary,
+    StatusViolation,
+    Summary,
+    SurgeDigest,
+    SurgeOperation,
+    SurgePlanEntry,
+    SurgeSection,
+    Violation,
+)
+
+Json = dict[str, Any]
+
+
+def _workload(w: WorkloadRef) -> Json:
+    return {"kind": w.kind, "name": w.name}
+
+
+def _ref(w: WorkloadRef) -> Json:
+    return {"namespace": w.namespace, "workload": _workload(w)}
+
+
+def _optional(out: Json, **fields: object) -> Json:
+    """``out`` with each field that is set (not None, False, empty or zero-length)."""
+    out.update((k, v) for k, v in fields.items() if v)
+    return out
+
+
+# ---- the report ---------------------------------------------------------------------------
+
+
+def _summary(s: Summary) -> Json:
+    return {
+        "nodes": s.nodes,
+        "pods": s.pods,
+        "constraintGroups": s.constraint_groups,
+        "violations": s.violations,
+        "unfixable": s.unfixable,
+        "plannedEvictions": s.planned_evictions,
+        "deferredEvictions": s.deferred_evictions,
+        "blocked": s.blocked,
+        "skipped": s.skipped,
+    }
+
+
+def _remedy(v: RemedyVerdict) -> Json:
+    return {
+        "name": v.remedy.value,
+        "enabled": v.enabled,
+        "applies": v.applies,
+        "reason": v.reason,
+    }
+
+
+def violation_json(v: Violation) -> Json:
+    entry: Json = {
+        "namespace": v.workload.namespace,
+        "workload": _workload(v.workload),
+        "topologyKey": v.topology_key,
+        "whenUnsatisfiable": v.when.value,
+        "maxSkew": v.max_skew,
+        "minDomains": v.min_domains,
+        "skew": v.skew,
+        "globalMinimum": v.global_minimum,
+        "domainCount": v.domain_count,
+        "domains": dict(v.domains),
+        "pods": v.pods,
+        "violatingPods": v.violating_pods,
+        "podsOnNodesWithoutKey": v.pods_on_nodes_without_key,
+        "podsOutsideDomains": v.pods_outside_domains,
+        "minimumMoves": v.minimum_moves,
+        "fixable": v.fixable,
+        "violatingPodsAfterRun": v.violating_pods_after_run,
+        "cause": v.cause.value,
+        "causeMessage": v.cause_message,
+        "message": v.message,
+    }
+    _optional(
+        entry,
+        domainsTruncated=v.domains_truncated,
+        fromDefaultConstraints=v.from_default_constraints,
+    )
+    entry["remedies"] = [_remedy(r) for r in v.remedies]
+    entry["remedy"] = v.remedy.value if v.remedy is not None else None
+    return entry
+
+
+def eviction_json(e: Eviction) -> Json:
+    entry: Json = {
+        "namespace": e.namespace,
+        "pod": e.pod,
+        "workload": _workload(e.workload),
+        "node": e.node,
+        "fromDomain": dict(e.from_domain),
+        "toDomain": dict(e.to_domain),
+        "predictedNode": e.predicted_node,
+        "reason": e.reason,
+    }
+    return _optional(entry, deferredBy=e.deferred_by)
+
+
+def _skipped(s: Skipped) -> Json:
+    return {
+        "namespace": s.namespace,
+        "pod": s.pod,
+        "workload": _workload(s.workload),
+        "node": s.node,
+        "kind": s.kind.value,
+        "reason": s.reason,
+    }
+
+
+def _cost_entry(e: CostEntry) -> Json:
+    out: Json = {
+        "pod": e.pod,
+        "node": e.node,
+        "domains": dict(e.domains),
+        "tier": TIER_NAMES[e.tier],
+        "currentCost": e.current_cost,
+        "desiredCost": e.desired_cost,
+        "changed": e.changed,
+        "withinMaxSkew": e.within_max_skew,
+    }
+    if e.conflict_managers:
+        out["conflictManagers"] = list(e.conflict_managers)
+    return out
+
+
+def _order(o: CostOrder) -> Json:
+    out = _ref(o.workload) | {
+        "replicaSet": o.replica_set,
+        "state": o.state.value,
+        "pods": o.pods,
+        "stepsWithinMaxSkew": o.steps_within_max_skew,
+        "changed": o.changed,
+        "conflicts": o.conflicts,
+        "message": o.message,
+        "order": [_cost_entry(e) for e in o.order],
+    }
+    if o.owner is not None:
+        out["owner"] = o.owner
+    return out
+
+
+def _excluded(x: CostExcluded) -> Json:
+    return _ref(x.workload) | {"pods": x.pods, "reason": x.reason}
+
+
+def _patch(p: CostPatch) -> Json:
+    return {"namespace": p.namespace, "pod": p.pod, "from": p.from_cost, "to": p.to_cost}
+
+
+def deletion_cost_json(section: DeletionCostSection) -> Json:
+    out: Json = {
+        "enabled": section.enabled,
+        "orders": [_order(o) for o in section.orders],
+        "excluded": [_excluded(x) for x in section.excluded],
+        "patches": [_patch(p) for p in section.patches],
+        "deferredPatches": section.deferred_patches,
+    }
+    if section.overlaps is not None:
+        out["overlaps"] = section.overlaps
+    return out
+
+
+def surge_plan_json(p: SurgePlanEntry) -> Json:
+    return _ref(p.workload) | {
+        "replicas": p.replicas,
+        "surge": p.surge,
+        "targetReplicas": p.target_replicas,
+        "readyTimeoutSeconds": p.ready_timeout_seconds,
+        "landings": [
+            {
+                "node": lnd.node,
+                "domains": dict(lnd.domains),
+                "alsoAdmitted": [dict(d) for d in lnd.also_admitted],
+            }
+            for lnd in p.landings
+        ],
+        "victims": [{"pod": v.pod, "node": v.node, "domains": dict(v.domains)} for v in p.victims],
+        "predictedMisplacedAfter": p.predicted_misplaced_after,
+        "landingDetermined": p.landing_determined,
+        "worstCaseMisplacedAfter": p.worst_case_misplaced_after,
+        "steps": list(p.steps),
+    }
+
+
+def _operation(op: SurgeOperation) -> Json:
+    return _ref(op.workload) | {
+        "policy": op.policy,
+        "phase": op.phase.value,
+        "originalReplicas": op.original_replicas,
+        "targetReplicas": op.target_replicas,
+        "replicas": op.replicas,
+        "readyReplicas": op.ready_replicas,
+        "started": op.started,
+        "deadline": op.deadline,
+        "next": {"action": op.next.action.value, "reason": op.next.reason},
+        "victims": list(op.victims),
+    }
+
+
+def surge_json(section: SurgeSection) -> Json:
+    return {
+        "enabled": section.enabled,
+        "plans": [surge_plan_json(p) for p in section.plans],
+        "skipped": [_ref(s.workload) | {"reason": s.reason} for s in section.skipped],
+        "operations": [_operation(op) for op in section.operations],
+    }
+
+
+def report_json(report: Report) -> Json:
+    """The RebalanceReport (`respread plan -o json|yaml`)."""
+    p = report.predicted
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RebalanceReport",
+        "policy": {"name": report.policy.name, "mode": report.policy.mode.value},
+        "summary": _summary(report.summary),
+        "planner": {"method": report.planner.method.value, "message": report.planner.message},
+        "violations": [violation_json(v) for v in report.violations],
+        "evictions": [eviction_json(e) for e in report.evictions],
+        "deferred": [eviction_json(e) for e in report.deferred],
+        "skipped": [_skipped(s) for s in report.skipped],
+        "predicted": {
+            "violations": p.violations,
+            "violatingPods": p.violating_pods,
+            "violationsAfterDeferred": p.violations_after_deferred,
+        },
+        "deletionCost": deletion_cost_json(report.deletion_cost),
+        "surge": surge_json(report.surge),
+    }
+
+
+# ---- the status ---------------------------------------------------------------------------
+
+
+def condition_json(c: StatusCondition) -> Json:
+    out: Json = {"type": c.type, "status": c.status.value}
+    fields = (
+        ("reason", c.reason),
+        ("message", c.message),
+        ("lastTransitionTime", c.last_transition_time),
+        ("observedGeneration", c.observed_generation),
+    )
+    out.update((k, v) for k, v in fields if v is not None)
+    return out
+
+
+def _status_summary(s: StatusSummary) -> Json:
+    return {
+        "nodes": s.nodes,
+        "pods": s.pods,
+        "constraintGroups": s.constraint_groups,
+        "violations": s.violations,
+        "unfixable": s.unfixable,
+        "plannedEvictions": s.planned_evictions,
+        "deferredEvictions": s.deferred_evictions,
+        "blocked": s.blocked,
+        "skipped": s.skipped,
+        "evicted": s.evicted,
+        "failed": s.failed,
+    }
+
+
+def _domain_pods(d: DomainPods) -> Json:
+    return {"name": d.name, "pods": d.pods}
+
+
+def _digest(d: DomainsDigest) -> Json:
+    out: Json = {"count": d.count}
+    if d.max is not None:
+        out["max"] = _domain_pods(d.max)
+    if d.min is not None:
+        out["min"] = _domain_pods(d.min)
+    return out
+
+
+def _status_violation(v: StatusViolation) -> Json:
+    entry = _ref(v.workload) | {
+        "topologyKey": v.topology_key,
+        "maxSkew": v.max_skew,
+        "minDomains": v.min_domains,
+        "skew": v.skew,
+        "globalMinimum": v.global_minimum,
+        "domains": _digest(v.domains),
+        "pods": v.pods,
+        "violatingPods": v.violating_pods,
+        "cause": v.cause.value,
+        "causeMessage": v.cause_message,
+        "since": v.since,
+        "fixable": v.fixable,
+        "message": v.message,
+    }
+    if v.remedy is not None:
+        entry["remedy"] = v.remedy.value
+    return entry
+
+
+def _step(s: PlanStep) -> Json:
+    return {
+        "namespace": s.namespace,
+        "pod": s.pod,
+        "node": s.node,
+        "workload": _workload(s.workload),
+        "fromDomain": dict(s.from_domain),
+        "toDomain": dict(s.to_domain),
+        "predictedNode": s.predicted_node,
+        "state": s.state.value,
+        "reason": s.reason,
+    }
+
+
+def cooldown_json(c: Cooldown) -> Json:
+    out = _ref(c.workload) | {"backoffLevel": c.backoff_level}
+    if c.last_eviction_time is not None:
+        out["lastEvictionTime"] = c.last_eviction_time
+    if c.backoff_until is not None:
+        out["backoffUntil"] = c.backoff_until
+    if c.pending_review:
+        out["pendingReview"] = [
+            {"topologyKey": key, "skewAtEviction": skew} for key, skew in c.pending_review
+        ]
+    return out
+
+
+def _surge_digest(s: SurgeDigest) -> Json:
+    out = _ref(s.workload) | {"state": s.state.value}
+    if s.replicas is not None:
+        out["replicas"] = s.replicas
+    if s.target_replicas is not None:
+        out["targetReplicas"] = s.target_replicas
+    out["reason"] = s.reason
+    return out
+
+
+def deletion_cost_status_json(d: DeletionCostStatus) -> Json:
+    """`status.deletionCost`: what the last scan (or deletion pass) wrote and took back."""
+    return {
+        "written": d.written,
+        "removed": d.removed,
+        "handedOver": d.handed_over,
+        "conflicts": d.conflicts,
+        "overlaps": d.overlaps,
+        "overlapping": [
+            {
+                "namespace": o.namespace,
+                "replicaSet": o.replica_set,
+                "pods": o.pods,
+                "policy": o.policy,
+            }
+            for o in d.overlapping
+        ],
+        "skipped": d.skipped,
+        "failed": d.failed,
+        "leftForLaterScans": d.left_for_later_scans,
+        "managed": d.managed,
+    }
+
+
+def status_json(status: Status) -> Json:
+    """The status as the object holds it once written (what the next scan reads back)."""
+    out: Json = {
+        "observedGeneration": status.observed_generation,
+        "lastScanTime": status.last_scan_time,
+        "conditions": [condition_json(x) for x in status.conditions],
+        "summary": _status_summary(status.summary),
+        "violations": [_status_violation(x) for x in status.violations],
+        "violationsTotal": status.violations_total,
+        "plan": [_step(x) for x in status.plan],
+        "planTotal": status.plan_total,
+    }
+    if status.cooldowns is not None:
+        out["cooldowns"] = [cooldown_json(x) for x in status.cooldowns]
+    if status.surges:
+        out["surges"] = [_surge_digest(x) for x in status.surges]
+    if status.deletion_cost is not None:
+        out["deletionCost"] = deletion_cost_status_json(status.deletion_cost)
+    return out
+
+
+# A completed scan's status leaves these out when it has nothing to say; the merge patch must
+# then remove them, or the last value written would stay for good. (The other fields are
+# always written: the lists as `[]` when empty. `summary` and `deletionCost` are objects that a
+# merge patch merges key by key: every one of their keys is always written.)
+CLEARED_WHEN_ABSENT = ("surges", "deletionCost")
+
+
+def status_patch(status: Status) -> Json:
+    """The JSON merge patch of the status subresource that makes it `status`."""
+    out = status_json(status)
+    for name in CLEARED_WHEN_ABSENT:
+        out.setdefault(name, None)
+    return out
+
+
+def conditions_status_json(status: ConditionsStatus) -> Json:
+    """The merge patch of a conditions-only status: the rest of the status stays as it was."""
+    return {
+        "observedGeneration": status.observed_generation,
+        "conditions": [condition_json(x) for x in status.conditions],
+    }

@@ -1,0 +1,478 @@
+"""The report and the policy status, typed: what the pipeline hands to the text, the JSON, the
+status, the Events and the metrics.
+
+Everything here is an immutable record; enums stay enums until report/contract.py writes the
+JSON contract (docs/report.md), the only place that knows the field names. Domains are
+(key or name, value) pairs in the order they are shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+from respread.analysis.causes import Cause
+from respread.analysis.groups import WorkloadRef
+from respread.core.model import When
+from respread.inputs.policy import Mode
+from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.remedies.cost.order import OrderState
+from respread.remedies.evict.steps import SkipKind
+from respread.remedies.surge.advance import ActionKind
+from respread.remedies.surge.operation import Phase
+from respread.scheduling.controller import Tier
+
+ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
+Domains = tuple[tuple[str, str], ...]  # (topology key, value)
+
+TIER_NAMES = {  # the ReplicaSet controller's ranking, as the report names it
+    Tier.UNASSIGNED: "Unassigned",
+    Tier.PENDING: "Pending",
+    Tier.UNKNOWN: "Unknown",
+    Tier.NOT_READY: "NotReady",
+    Tier.READY: "Ready",
+}
+
+
+def violation_key(workload: WorkloadRef, topology_key: str) -> ViolationKey:
+    return (workload.namespace, workload.kind, workload.name, topology_key)
+
+
+# ---- the report (RebalanceReport) -----------------------------------------------------------
+
+
+class PlannerMethod(StrEnum):
+    GREEDY = "greedy"  # step by step, the most misplaced workload first
+    EXACT = "exact"  # an exhaustive search found fewer evictions
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRef:
+    name: str
+    mode: Mode
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    nodes: int
+    pods: int
+    constraint_groups: int
+    violations: int
+    unfixable: int
+    planned_evictions: int
+    deferred_evictions: int
+    blocked: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class Planner:
+    method: PlannerMethod
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    workload: WorkloadRef
+    topology_key: str
+    when: When
+    max_skew: int
+    min_domains: int
+    skew: int
+    global_minimum: int
+    domain_count: int
+    domains: tuple[tuple[str, int], ...]  # (domain, pods), at most DOMAINS_SHOWN
+    pods: int
+    violating_pods: int
+    pods_on_nodes_without_key: int
+    pods_outside_domains: int
+    minimum_moves: int | None
+    fixable: bool
+    violating_pods_after_run: int
+    cause: Cause
+    cause_message: str
+    message: str
+    domains_truncated: bool = False
+    from_default_constraints: bool = False
+    remedies: tuple[RemedyVerdict, ...] = ()
+    remedy: Remedy | None = None
+
+    @property
+    def key(self) -> ViolationKey:
+        return violation_key(self.workload, self.topology_key)
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """One planned eviction (``evictions[]``), or one left for later runs (``deferred[]``)."""
+
+    namespace: str
+    pod: str
+    workload: WorkloadRef
+    node: str
+    from_domain: Domains
+    to_domain: Domains
+    predicted_node: str
+    reason: str
+    deferred_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    namespace: str
+    pod: str
+    workload: WorkloadRef
+    node: str | None
+    kind: SkipKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    violations: int
+    violating_pods: int
+    violations_after_deferred: int
+
+
+class CostEntry(NamedTuple):
+    """One pod of a ReplicaSet's removal order (a NamedTuple: there is one per ordered pod, and
+    a frozen dataclass takes twice as long to build)."""
+
+    pod: str
+    node: str | None
+    domains: Domains
+    tier: Tier
+    current_cost: int | None
+    desired_cost: int
+    changed: bool
+    within_max_skew: bool
+    conflict_managers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CostOrder:
+    workload: WorkloadRef
+    replica_set: str
+    state: OrderState
+    pods: int
+    steps_within_max_skew: int
+    changed: int
+    conflicts: int
+    message: str
+    order: tuple[CostEntry, ...]
+    owner: str | None = None  # OrderState.OVERLAP: the policy that orders these pods
+
+
+@dataclass(frozen=True, slots=True)
+class CostExcluded:
+    workload: WorkloadRef
+    pods: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CostPatch:
+    namespace: str
+    pod: str
+    from_cost: int | None
+    to_cost: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionCostSection:
+    enabled: bool
+    orders: tuple[CostOrder, ...] = ()
+    excluded: tuple[CostExcluded, ...] = ()
+    patches: tuple[CostPatch, ...] = ()
+    deferred_patches: int = 0
+    overlaps: int | None = None  # None with the remedy disabled
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeLanding:
+    node: str
+    domains: Domains
+    also_admitted: tuple[Domains, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeVictim:
+    pod: str
+    node: str | None
+    domains: Domains
+
+
+@dataclass(frozen=True, slots=True)
+class SurgePlanEntry:
+    workload: WorkloadRef
+    replicas: int
+    surge: int
+    target_replicas: int
+    ready_timeout_seconds: float
+    landings: tuple[SurgeLanding, ...]
+    victims: tuple[SurgeVictim, ...]
+    predicted_misplaced_after: int
+    landing_determined: bool
+    worst_case_misplaced_after: int
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeSkipped:
+    workload: WorkloadRef
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeNext:
+    action: ActionKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeOperation:
+    workload: WorkloadRef
+    policy: str
+    phase: Phase
+    original_replicas: int
+    target_replicas: int
+    replicas: int | None  # now
+    ready_replicas: int
+    started: float
+    deadline: float
+    next: SurgeNext
+    victims: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeSection:
+    enabled: bool
+    plans: tuple[SurgePlanEntry, ...] = ()
+    skipped: tuple[SurgeSkipped, ...] = ()
+    operations: tuple[SurgeOperation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The full RebalanceReport: unbounded lists (the CLI's output; the status bounds them)."""
+
+    policy: PolicyRef
+    summary: Summary
+    planner: Planner
+    violations: tuple[Violation, ...]  # worst first
+    evictions: tuple[Eviction, ...]
+    deferred: tuple[Eviction, ...]
+    skipped: tuple[Skipped, ...]
+    predicted: Predicted
+    deletion_cost: DeletionCostSection
+    surge: SurgeSection
+
+
+# ---- the RebalancePolicy status ---------------------------------------------------------------
+
+
+class ConditionType(StrEnum):
+    READY = "Ready"
+    SCAN_SUCCEEDED = "ScanSucceeded"
+    BALANCED = "Balanced"
+
+
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A condition as a scan decides it; the status adds its transition time."""
+
+    type: ConditionType
+    status: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCondition:
+    type: str  # a ConditionType for respread's own; a condition read back may be any
+    status: ConditionStatus
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class StepStatus(StrEnum):
+    """A plan step in the status: as planned, or what enforcement did with it."""
+
+    PLANNED = "Planned"
+    DEFERRED = "Deferred"
+    EVICTED = "Evicted"
+    BLOCKED = "Blocked"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What enforcement did with one planned eviction."""
+
+    namespace: str
+    pod: str
+    state: StepStatus
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusSummary:
+    nodes: int
+    pods: int
+    constraint_groups: int
+    violations: int
+    unfixable: int
+    planned_evictions: int
+    deferred_evictions: int
+    blocked: int  # the plan's and enforcement's
+    skipped: int
+    evicted: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class DomainPods:
+    name: str
+    pods: int
+
+
+@dataclass(frozen=True, slots=True)
+class DomainsDigest:
+    count: int
+    max: DomainPods | None = None
+    min: DomainPods | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusViolation:
+    workload: WorkloadRef
+    topology_key: str
+    max_skew: int
+    min_domains: int
+    skew: int
+    global_minimum: int
+    domains: DomainsDigest
+    pods: int
+    violating_pods: int
+    cause: Cause
+    cause_message: str
+    since: str
+    fixable: bool
+    message: str
+    remedy: Remedy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    namespace: str
+    pod: str
+    node: str
+    workload: WorkloadRef
+    from_domain: Domains
+    to_domain: Domains
+    predicted_node: str
+    state: StepStatus
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadHistory:
+    """What the operator keeps about one workload it evicted from (``cooldowns`` holds it)."""
+
+    namespace: str
+    kind: str
+    name: str
+    last_eviction: float | None = None  # Unix time; the cooldown runs from here
+    reviews: tuple[tuple[str, int], ...] = ()  # (topologyKey, skew at the eviction) to check
+    backoff_level: int = 0
+    backoff_until: float | None = None  # Unix time
+
+
+@dataclass(frozen=True, slots=True)
+class Cooldown:
+    workload: WorkloadRef
+    backoff_level: int
+    last_eviction_time: str | None = None
+    backoff_until: str | None = None
+    pending_review: tuple[tuple[str, int], ...] = ()  # (topologyKey, skewAtEviction)
+
+
+class SurgeState(StrEnum):
+    PLANNED = "Planned"
+    SKIPPED = "Skipped"
+    SURGING = Phase.SURGING.value
+    MARKING = Phase.MARKING.value
+    DRAINING = Phase.DRAINING.value
+    ROLLING_BACK = Phase.ROLLING_BACK.value
+    ROLLED_BACK = Phase.ROLLED_BACK.value
+
+    @classmethod
+    def of(cls, phase: Phase) -> SurgeState:
+        return cls(phase.value)
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeDigest:
+    workload: WorkloadRef
+    state: SurgeState
+    reason: str
+    replicas: int | None = None  # None for a skip
+    target_replicas: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Overlapping:
+    namespace: str
+    replica_set: str
+    pods: int
+    policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionCostStatus:
+    written: int = 0
+    removed: int = 0
+    handed_over: int = 0
+    conflicts: int = 0
+    overlaps: int = 0
+    overlapping: tuple[Overlapping, ...] = ()
+    skipped: int = 0
+    failed: int = 0
+    left_for_later_scans: int = 0
+    managed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The status a completed scan writes: every field it holds is written, and every field it
+    leaves out (``surges``, ``deletionCost``) is cleared (contract.status_patch)."""
+
+    observed_generation: int
+    last_scan_time: str
+    conditions: tuple[StatusCondition, ...]
+    summary: StatusSummary
+    violations: tuple[StatusViolation, ...]  # at most spec.report.maxItems
+    violations_total: int
+    plan: tuple[PlanStep, ...]  # at most spec.report.maxItems
+    plan_total: int
+    cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
+    surges: tuple[SurgeDigest, ...] = ()
+    deletion_cost: DeletionCostStatus | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionsStatus:
+    """A status of conditions only (a failed scan, a policy that does not parse): the last
+    good report stays."""
+
+    observed_generation: int
+    conditions: tuple[StatusCondition, ...]

@@ -1,0 +1,241 @@
+"""The report as text, for a person at a terminal (`respread plan -o text`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from respread.core.limits import few_named
+from respread.inputs.policy import Mode
+from respread.remedies.choose import RemedyVerdict
+from respread.report.model import (
+    TIER_NAMES,
+    CostEntry,
+    CostOrder,
+    DeletionCostSection,
+    Eviction,
+    Report,
+    Skipped,
+    SurgeSection,
+    Violation,
+)
+from respread.scheduling.controller import Tier
+
+ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
+
+
+def where(domains: Iterable[tuple[str, str]]) -> str:
+    """A pod's domains, their values only: `eu-west-1a,node-3`; `-` for none."""
+    return ",".join(value for _, value in domains) or "-"
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    ]
+
+
+def render_text(report: Report) -> str:
+    s = report.summary
+    out = [
+        f"Scanned {s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups "
+        f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
+    ]
+    if not report.violations:
+        out.append("No topology spread violations.")
+    else:
+        out.append(f"{s.violations} violation(s), {s.unfixable} not fixable by eviction.")
+        for v in report.violations:
+            out.append("")
+            out.extend(_violation_text(v))
+        out.append("")
+        out.extend(_plan_text(report))
+    out.extend(deletion_cost_text(report.deletion_cost))
+    out.extend(_surge_text(report.surge, report.policy.mode))
+    return "\n".join(out) + "\n"
+
+
+def _violation_text(v: Violation) -> list[str]:
+    state = "fixable" if v.fixable else "NOT FIXABLE"
+    relation = ">" if v.skew > v.max_skew else "<="
+    misplaced = f"{v.violating_pods} of {v.pods} pods misplaced"
+    if v.pods_on_nodes_without_key:
+        misplaced += f", {v.pods_on_nodes_without_key} on nodes without the key"
+    if v.pods_outside_domains:
+        misplaced += (
+            f", {v.pods_outside_domains} on nodes its inclusion policies leave out of the counts"
+        )
+    out = [
+        f"{v.workload.namespace}/{v.workload.name} ({v.workload.kind})  "
+        f"{v.topology_key}  skew {v.skew} {relation} maxSkew {v.max_skew}  "
+        f"[{misplaced}, {state}]"
+    ]
+    out.extend(_table([["DOMAIN", "PODS", ""], *_domain_rows(v)]))
+    if v.domains_truncated:
+        out.append(f"  ... {v.domain_count} domains in all")
+    if v.min_domains > 1:
+        out.append(f"  minDomains {v.min_domains}, {v.domain_count} eligible domain(s)")
+    out.append(f"  cause: {v.cause.value} ({v.cause_message})")
+    out.append(f"  {v.message}")
+    out.append(f"  remedies: {remedies_text(v)}")
+    return out
+
+
+def _domain_rows(v: Violation) -> list[list[str]]:
+    gmin = v.global_minimum
+    rows = []
+    for name, pods in sorted(v.domains, key=lambda kv: (-kv[1], kv[0])):
+        if pods - gmin > v.max_skew:
+            mark = f"+{pods - gmin} over min"
+        else:
+            mark = "min" if pods == gmin else ""
+        rows.append([name or '""', str(pods), mark])
+    return rows
+
+
+def _plan_text(report: Report) -> list[str]:
+    out = []
+    if report.evictions:
+        verb = "Would evict" if report.policy.mode is Mode.DRY_RUN else "Evicting"
+        out.append(f"{verb} {len(report.evictions)} pod(s), in this order:")
+        out.extend(
+            _table(
+                [["#", "POD", "NODE", "FROM", "TO", "PREDICTED NODE"]]
+                + [_eviction_row(i, e) for i, e in enumerate(report.evictions, 1)]
+            )
+        )
+    else:
+        out.append("No eviction planned for this run.")
+    if report.planner.message:
+        out.append(f"Planned by {report.planner.message}.")
+    if report.deferred:
+        reasons = Counter(d.deferred_by for d in report.deferred)
+        detail = "; ".join(f"{n} by {r}" for r, n in reasons.most_common(3))
+        out.append(f"{len(report.deferred)} more eviction(s) left for later runs ({detail}).")
+    if report.skipped:
+        out.append("")
+        out.append(f"Not evicted ({len(report.skipped)} pod(s)):")
+        out.extend(_table([["WORKLOAD", "PODS", "REASON"], *_skipped_rows(report.skipped)]))
+    p = report.predicted
+    out.append("")
+    out.append(
+        f"Predicted after this run: {p.violations} violation(s), "
+        f"{p.violating_pods} misplaced pod(s); after the deferred evictions: "
+        f"{p.violations_after_deferred} violation(s)."
+    )
+    return out
+
+
+def _eviction_row(i: int, e: Eviction) -> list[str]:
+    return [
+        str(i),
+        f"{e.namespace}/{e.pod}",
+        e.node,
+        where(e.from_domain),
+        where(e.to_domain),
+        e.predicted_node,
+    ]
+
+
+def _skipped_rows(skipped: Iterable[Skipped]) -> list[list[str]]:
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for sk in skipped:
+        key = (f"{sk.namespace}/{sk.workload.name}", sk.reason)
+        by_reason.setdefault(key, []).append(sk.pod)
+    rows = []
+    for (workload, reason), pods in by_reason.items():
+        shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+        rows.append([workload, shown, reason])
+    return rows
+
+
+def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
+    if not (section.enabled or section.operations):
+        return []
+    verb = "Would surge" if mode is Mode.DRY_RUN else "Surging"
+    out = [""]
+    if not section.plans:
+        out.append("No surge move planned.")
+    for p in section.plans:
+        w = p.workload
+        out.append(
+            f"{verb} {w.namespace}/{w.name} (Deployment) "
+            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas:"
+        )
+        out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
+    for sk in section.skipped:
+        out.append(f"Not surged: {sk.workload.namespace}/{sk.workload.name}: {sk.reason}")
+    for op in section.operations:
+        w = op.workload
+        out.append(
+            f"Surge in flight: {w.namespace}/{w.name} {op.phase.value} "
+            f"({op.original_replicas} -> {op.target_replicas}, {op.ready_replicas} Ready); "
+            f"next: {op.next.action.value} ({op.next.reason})"
+        )
+    return out
+
+
+def _remedy_state(r: RemedyVerdict, chosen: bool) -> str:
+    if chosen:
+        return "chosen"
+    if not r.enabled:
+        return "applies, not enabled" if r.applies else "not enabled"
+    return "applies" if r.applies else "does not apply"
+
+
+def remedies_text(v: Violation) -> str:
+    parts = [f"{r.remedy.value} ({_remedy_state(r, r.remedy is v.remedy)})" for r in v.remedies]
+    return ", ".join(parts) + ("" if v.remedy is not None else "; none chosen")
+
+
+def _cost(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def deletion_cost_text(section: DeletionCostSection) -> list[str]:
+    if not section.enabled:
+        return []
+    out = ["", "Deletion-cost order (a scale-in removes the lowest cost first):"]
+    if not section.orders:
+        out.append("  No Deployment or ReplicaSet with hard spread constraints to order.")
+    for o in section.orders:
+        out.extend(_order_text(o))
+    for x in section.excluded:
+        w = x.workload
+        out.append(f"Not ordered: {w.namespace}/{w.name} ({w.kind}, {x.pods} pod(s)): {x.reason}")
+    out.append(
+        f"Would write {len(section.patches)} pod-deletion-cost annotation(s) this scan; "
+        f"{section.deferred_patches} left for later scans."
+    )
+    return out
+
+
+def _order_text(o: CostOrder) -> list[str]:
+    w = o.workload
+    out = [
+        f"{w.namespace}/{w.name} ({w.kind}), ReplicaSet {o.replica_set}: {o.state.value}, "
+        f"{o.steps_within_max_skew} of {o.pods} removal(s) within maxSkew from the first",
+        f"  {o.message}",
+    ]
+    if o.owner:
+        return out  # another policy's order: not this policy's to show
+    rows = [["#", "POD", "NODE", "DOMAINS", "COST", "WITHIN MAXSKEW"]]
+    rows.extend(_cost_row(i, e) for i, e in enumerate(o.order[:ORDER_ROWS_SHOWN], 1))
+    out.extend(_table(rows))
+    if len(o.order) > ORDER_ROWS_SHOWN:
+        out.append(f"  ... {len(o.order)} pods in all")
+    return out
+
+
+def _cost_row(i: int, e: CostEntry) -> list[str]:
+    cost = f"{_cost(e.current_cost)} -> {e.desired_cost}" if e.changed else _cost(e.current_cost)
+    if e.conflict_managers:
+        cost += f" (owned by {few_named(e.conflict_managers)})"
+    within = "yes" if e.within_max_skew else "no"
+    if e.tier is not Tier.READY:
+        within += f" ({TIER_NAMES[e.tier]}: goes first whatever its cost)"
+    return [str(i), e.pod, e.node or "-", where(e.domains), cost, within]

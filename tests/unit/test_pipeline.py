@@ -1,0 +1,132 @@
+"""The one scan (respread.pipeline): what one scan of a policy hands the next, and what it does
+with it: causes carried, violations known, workloads held back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from respread.analysis.causes import Attribution, Cause
+from respread.core.model import OwnerRef, Pod
+from respread.inputs.policy import DEFAULT_POLICY, Mode
+from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.remedies.evict.history import PACING
+from respread.report.model import Report
+from tests.support.builders import WEB, hard, node, pod, sel, state
+
+ZONE = "zone"
+NODES = (node("a1", zone="a"), node("b1", zone="b"), node("c1", zone="c"))
+NOW = 1_800_000_000.0
+
+
+def web(per_zone: dict[str, int], name: str = "web", ready: bool = True) -> list[Pod]:
+    """A Deployment's pods (one ReplicaSet), ``per_zone[z]`` of them on node ``<z>1``."""
+    owner = OwnerRef("ReplicaSet", f"{name}-abc")
+    labels = {"app": name, "pod-template-hash": "abc"}
+    selector = WEB if name == "web" else sel(app=name)
+    return [
+        replace(
+            pod(f"{name}-{zone}{i}", f"{zone}1", labels, constraints=(hard(ZONE, selector),)),
+            namespace="shop",
+            owner=owner,
+            ready=ready or i > 0,
+        )
+        for zone, count in per_zone.items()
+        for i in range(count)
+    ]
+
+
+BEFORE = state(NODES, web({"a": 3, "b": 3, "c": 3}))
+AFTER = state(NODES, web({"a": 3, "b": 1, "c": 1}))  # scaled down from 9 to 5, unevenly
+
+
+def causes(report: Report) -> list[tuple[str, str]]:
+    return [(v.cause.value, v.cause_message) for v in report.violations]
+
+
+def test_an_ongoing_violation_keeps_the_cause_it_was_first_given() -> None:
+    first = scan(BEFORE, DEFAULT_POLICY, NOW)
+    assert first.report.violations == ()
+    seen = scan(AFTER, DEFAULT_POLICY, NOW + 10, first.memory)
+    scale_down = ("ScaleDown", "Deployment shop/web went from 9 to 5 pods since the previous scan")
+    assert causes(seen.report) == [scale_down]
+    assert len(seen.changes.found) == 1
+
+    # The next scan has no evidence left (the previous scan saw 5 pods too): the cause stays.
+    again = scan(AFTER, DEFAULT_POLICY, NOW + 20, seen.memory)
+    assert causes(again.report) == [scale_down]
+    assert again.changes.found == [] and again.changes.resolved == []
+    # Without the memory, the same state has no evidence.
+    assert causes(scan(AFTER, DEFAULT_POLICY, NOW + 20).report)[0][0] == "Unknown"
+
+    # Resolved, the cause is forgotten; a new violation is given its own.
+    balanced = scan(BEFORE, DEFAULT_POLICY, NOW + 30, again.memory)
+    assert balanced.memory.causes == {}
+    assert balanced.changes.resolved == [("shop", "Deployment", "web", ZONE)]
+    later = scan(
+        state(NODES, web({"a": 3, "b": 2, "c": 1})), DEFAULT_POLICY, NOW + 40, balanced.memory
+    )
+    assert causes(later.report) == [
+        ("ScaleDown", "Deployment shop/web went from 9 to 6 pods since the previous scan")
+    ]
+
+
+def test_an_unknown_cause_is_found_again_when_evidence_appears() -> None:
+    first = scan(BEFORE, DEFAULT_POLICY, NOW)
+    key = ("shop", "Deployment", "web", ZONE)
+    unknown = replace(first.memory, causes={key: Attribution(Cause.UNKNOWN, "no evidence")})
+    seen = scan(AFTER, DEFAULT_POLICY, NOW + 10, unknown)
+    assert causes(seen.report)[0][0] == "ScaleDown"
+    assert seen.memory.causes[key].cause is Cause.SCALE_DOWN
+    assert seen.changes.found == []  # known already, with its Unknown cause
+
+
+def test_what_is_new_is_judged_against_every_violation_not_only_those_shown() -> None:
+    """The status shows at most report.maxItems violations; the memory holds all of them, so a
+    scan that changes nothing finds nothing new."""
+    pods = [p for i in range(30) for p in web({"a": 3, "b": 1, "c": 1}, name=f"w{i}")]
+    policy = replace(DEFAULT_POLICY, report_max_items=5)
+    first = scan(state(NODES, pods), policy, NOW)
+    assert len(first.report.violations) == 30
+    assert len(first.changes.found) == 30
+    second = scan(state(NODES, pods), policy, NOW + 10, first.memory)
+    assert second.changes.found == [] and second.changes.resolved == []
+
+
+def test_the_operator_holds_back_a_workload_whose_replacement_is_not_ready() -> None:
+    """Pacing is the operator's, in Enforce: a one-off plan, or DryRun, holds nothing."""
+    unready = state(NODES, web({"a": 3, "b": 1, "c": 1}, ready=False))
+    enforce = replace(DEFAULT_POLICY, mode=Mode.ENFORCE)
+    operator = Memory(holds=True)
+    held = scan(unready, enforce, NOW, operator)
+    assert held.plan.moves == ()
+    assert [d.deferred_by for d in held.report.deferred] == [PACING]
+    assert scan(unready, enforce, NOW, NO_MEMORY).plan.moves
+    assert scan(unready, DEFAULT_POLICY, NOW, operator).plan.moves
+
+
+def test_a_scan_changes_no_memory_it_is_given() -> None:
+    first = scan(BEFORE, DEFAULT_POLICY, NOW)
+    memory = first.memory
+    snapshot = (memory.evictions, memory.previous, dict(memory.causes))
+    scan(AFTER, DEFAULT_POLICY, NOW + 10, memory)
+    assert (memory.evictions, memory.previous, dict(memory.causes)) == snapshot
+
+
+def test_the_memory_of_a_status_is_the_operators() -> None:
+    status = {
+        "violations": [
+            {
+                "namespace": "shop",
+                "workload": {"kind": "Deployment", "name": "web"},
+                "topologyKey": ZONE,
+                "cause": "ScaleDown",
+                "causeMessage": "web went from 9 to 5",
+            }
+        ]
+    }
+    memory = Memory.from_status(status)
+    assert memory.holds
+    assert memory.causes == {
+        ("shop", "Deployment", "web", ZONE): Attribution(Cause.SCALE_DOWN, "web went from 9 to 5")
+    }
+    assert Memory.from_status(None) == Memory(holds=True)
