@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from respread.core.kernel import CountTable, FilterStatus
+from respread.core.kernel import CountTable, DomainSpace, FilterStatus
 from respread.core.model import ClusterState, Labels, Namespace, Pod, When
 from respread.core.selectors import selector_matches
 from respread.inputs.policy import RebalancePolicy
@@ -36,9 +36,10 @@ class GroupState(StrEnum):
     VIOLATED = "Violated"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Members:
-    """The pods of one workload sharing one profile, by node."""
+    """The pods of one workload sharing one profile, by node. One of an analysis's buckets:
+    equal only to itself, so the simulation keys its state by the bucket."""
 
     workload: WorkloadRef
     profile: Profile
@@ -338,7 +339,7 @@ def analyze(
     groups: list[Group] = []
     # Spaces are shared by many groups; sorting a hostname space's thousands of domains once
     # per space rather than once per group keeps analysis linear (and shares the tuples).
-    sorted_domains: dict[int, tuple[str, ...]] = {}
+    sorted_domains: dict[DomainSpace, tuple[str, ...]] = {}
     for m in members:
         tables = index.tables(m.profile)
         for i, c in enumerate(m.profile.constraints):
@@ -351,9 +352,9 @@ def analyze(
                 len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
             )
             gmin = table.global_min(c.min_domains)
-            domains = sorted_domains.get(id(table.space))
+            domains = sorted_domains.get(table.space)
             if domains is None:
-                domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
+                domains = sorted_domains[table.space] = tuple(sorted(table.space.domain_nodes))
             moves = None
             outside: Counter[str] = Counter()
             if violating:

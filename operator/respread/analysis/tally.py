@@ -59,19 +59,19 @@ class SimCounts(WorkingCounts):
         for namespace in self.members_by_namespace:
             self.namespace_tables(namespace)
         self._wanted: dict[int, list[int]] = {}
-        self._selected: dict[int, tuple[bool, ...]] = {}
-        self._rules: dict[tuple[int, int | None], list[_RuleShape]] = {}
-        self._counted_others: dict[int, dict[int, list[Members]]] = {}
+        self._selected: dict[Members, tuple[bool, ...]] = {}
+        self._rules: dict[tuple[Members, int | None], list[_RuleShape]] = {}
+        self._counted_others: dict[Members, dict[int, list[Members]]] = {}
         self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
-        self._violators: dict[int, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
-        self._misplaced: dict[int, tuple[tuple[int, ...], list[Misplaced]]] = {}
+        self._violators: dict[Members, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
+        self._misplaced: dict[Members, tuple[tuple[int, ...], list[Misplaced]]] = {}
 
     def stamp(self, m: Members) -> tuple[int, ...]:
         """The state of the members' positions and tables."""
-        stamps, moved = self._stamps, self._moved.get(id(m))
+        stamps, moved = self._stamps, self._moved.get(m)
         known = self._profile_tables.get(id(m.profile))  # tables(), inlined: asked every step
         tables = known[1] if known is not None else self.tables(m.profile)
-        return (0 if moved is None else moved.stamp, *[stamps.get(id(t), 0) for t in tables])
+        return (0 if moved is None else moved.stamp, *[stamps.get(t, 0) for t in tables])
 
     # ---- judging -----------------------------------------------------------------------
 
@@ -87,7 +87,7 @@ class SimCounts(WorkingCounts):
         """The members' rules, ready to run node by node over the counts as they stand now (a
         global minimum does not change while nodes are judged): this runs for every node of
         every candidate workload after every step."""
-        rules = self._rules.get((id(m), only))
+        rules = self._rules.get((m, only))
         if rules is None:
             profile = m.profile
             tables = self.tables(profile)
@@ -96,7 +96,7 @@ class SimCounts(WorkingCounts):
             for i in self.wanted(profile) if only is None else [only]:
                 node_domain = tables[i].space.node_domain if selected[i] else {}
                 rules.append((self.index.rules(profile)[i], tables[i], node_domain))
-            self._rules[(id(m), only)] = rules
+            self._rules[(m, only)] = rules
         return [
             (r.constraint, r.key, r.ceilings(table), node_domain) for r, table, node_domain in rules
         ]
@@ -104,11 +104,11 @@ class SimCounts(WorkingCounts):
     def selected(self, m: Members) -> tuple[bool, ...]:
         """Whether each constraint's selector counts the members (one answer for all of them:
         members share a profile, which fixes every label their selectors read)."""
-        hit = self._selected.get(id(m))
+        hit = self._selected.get(m)
         if hit is None:
             counts_pod, labels = self.index.counts_pod, m.labels
             hit = tuple(counts_pod(c.selector, labels) for c in m.profile.constraints)
-            self._selected[id(m)] = hit
+            self._selected[m] = hit
         return hit
 
     def verdict(self, m: Members, node_name: str, failing: tuple[int, bool]) -> Verdict:
@@ -125,11 +125,11 @@ class SimCounts(WorkingCounts):
     def tally(self, m: Members) -> tuple[int, Mapping[int, int]]:
         """The members' misplaced pods, and per wanted constraint those misplaced under it."""
         stamp = self.stamp(m)
-        hit = self._violators.get(id(m))
+        hit = self._violators.get(m)
         if hit is not None and hit[0] == stamp:
             return hit[1]
         found = self._count_violators(m)
-        self._violators[id(m)] = (stamp, found)
+        self._violators[m] = (stamp, found)
         return found
 
     def _count_violators(self, m: Members) -> tuple[int, Mapping[int, int]]:
@@ -149,7 +149,7 @@ class SimCounts(WorkingCounts):
         """The nodes where members sit that the scheduler would not place there again, with
         the first rule each fails; for the state as it stands (kept until it changes)."""
         stamp = self.stamp(m)
-        hit = self._misplaced.get(id(m))
+        hit = self._misplaced.get(m)
         if hit is not None and hit[0] == stamp:
             return hit[1]
         positions = self.positions(m)
@@ -161,24 +161,24 @@ class SimCounts(WorkingCounts):
             if first:
                 left = [node for node in left if node not in first]
         found = [(node, positions[node], first[node]) for node in positions if node in first]
-        self._misplaced[id(m)] = (stamp, found)
+        self._misplaced[m] = (stamp, found)
         return found
 
     def skews(
         self,
         members: Iterable[Members],
-        tallies: Mapping[int, tuple[int, Mapping[int, int]]],
+        tallies: Mapping[Members, tuple[int, Mapping[int, int]]],
         changing: Iterable[CountTable],
-    ) -> dict[tuple[int, int], int]:
+    ) -> dict[tuple[Members, int], int]:
         """The skew of each violated group whose counts the move changes, before it."""
-        changed = {id(t) for t in changing}
+        changed = set(changing)
         out = {}
         for x in members:
             tables = self.tables(x.profile)
-            for i in tallies[id(x)][1]:
+            for i in tallies[x][1]:
                 table = tables[i]
-                if id(table) in changed:
-                    out[(id(x), i)] = table.skew(x.profile.constraints[i].min_domains)
+                if table in changed:
+                    out[(x, i)] = table.skew(x.profile.constraints[i].min_domains)
         return out
 
     def distance(self, members: Iterable[Members]) -> int:
@@ -197,17 +197,17 @@ class SimCounts(WorkingCounts):
 
     # ---- who counts whom ---------------------------------------------------------------
 
-    def affected(self, owner: Members, pod: Pod) -> dict[int, Members]:
-        """The members whose counts or positions moving the pod changes."""
-        found = {id(x): x for t in self.tables_counting(pod) for x in self.users(t)}
-        found[id(owner)] = owner
+    def affected(self, owner: Members, pod: Pod) -> dict[Members, None]:
+        """The members whose counts or positions moving the pod changes (an ordered set)."""
+        found = dict.fromkeys(x for t in self.tables_counting(pod) for x in self.users(t))
+        found[owner] = None
         return found
 
     def counted_others(self, m: Members) -> dict[int, list[Members]]:
         """Per wanted constraint of ``m``, the other workloads' members its selector counts
         (judged by one pod of each, ``Members.labels``: a pod judged wrongly is only a trial
         that fails)."""
-        hit = self._counted_others.get(id(m))
+        hit = self._counted_others.get(m)
         if hit is None:
             hit = {}
             for i in self.wanted(m.profile):
@@ -221,7 +221,7 @@ class SimCounts(WorkingCounts):
                 ]
                 if others:
                     hit[i] = others
-            self._counted_others[id(m)] = hit
+            self._counted_others[m] = hit
         return hit
 
     def _could_count(self, namespace: str, selector: LabelSelector | None) -> list[Members]:
@@ -237,8 +237,9 @@ class SimCounts(WorkingCounts):
             for x in members:
                 for pair in x.labels.items():
                     by_pair[pair].append(x)
-        found = {id(x): x for value in req.values for x in by_pair.get((req.key, value), ())}
-        return list(found.values())
+        return list(
+            dict.fromkeys(x for value in req.values for x in by_pair.get((req.key, value), ()))
+        )
 
     def domains(self, profile: Profile, node: str) -> tuple[tuple[str, str], ...]:
         """The node's value of each of the profile's topology keys ("" where it has none)."""

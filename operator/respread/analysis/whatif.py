@@ -88,18 +88,18 @@ class WorkingCounts:
         self.members_by_namespace: dict[str, list[Members]] = defaultdict(list)
         for m in analysis.members:
             self.members_by_namespace[m.profile.namespace].append(m)
-        self._copies: dict[int, CountTable] = {}  # id(original) -> working copy (held)
+        self._copies: dict[CountTable, CountTable] = {}  # original -> working copy
         self._profile_tables: dict[int, tuple[Profile, tuple[CountTable, ...]]] = {}
-        self._stamps: dict[int, int] = {}  # id(working copy) -> stamp
-        self._moved: dict[int, _Positions] = {}  # id(members) -> positions once changed
-        self._checks: dict[int, list[GroupCheck]] = {}  # id(members) -> checks of them
-        self._table_checks: dict[int, list[GroupCheck]] = {}  # id(working copy) -> checks
+        self._stamps: dict[CountTable, int] = {}  # working copy -> stamp
+        self._moved: dict[Members, _Positions] = {}  # positions once changed
+        self._checks: dict[Members, list[GroupCheck]] = {}  # the checks of each
+        self._table_checks: dict[CountTable, list[GroupCheck]] = {}  # working copy -> checks
         self._journal: list[_Change] = []
         self._clock = 0
         # namespace -> its tables in first-use order over its members, and each one's users
         self._namespace_tables: dict[str, list[tuple[LabelSelector | None, CountTable]]] = {}
-        self._users: dict[int, list[Members]] = {}  # id(working copy) -> members using it
-        self._registered: dict[str, set[int]] = {}  # namespace -> ids of members registered
+        self._users: dict[CountTable, list[Members]] = {}  # working copy -> members using it
+        self._registered: dict[str, set[Members]] = {}  # namespace -> members registered
         self._tables_by_label: dict[str, dict[tuple[str, str] | None, list[_TableEntry]]] = {}
         self._counting: dict[tuple[str, int], list[CountTable]] = {}
         self._places: dict[tuple[str, int, str], list[tuple[CountTable, str]]] = {}
@@ -108,9 +108,9 @@ class WorkingCounts:
 
     def table(self, original: CountTable) -> CountTable:
         """The working copy of one of the index's tables."""
-        copy = self._copies.get(id(original))
+        copy = self._copies.get(original)
         if copy is None:
-            copy = self._copies[id(original)] = original.copy()
+            copy = self._copies[original] = original.copy()
         return copy
 
     def tables(self, profile: Profile) -> tuple[CountTable, ...]:
@@ -127,14 +127,14 @@ class WorkingCounts:
         analysed members are registered when their namespace is first asked about)."""
         namespace = m.profile.namespace
         self._namespace(namespace)
-        if id(m) in self._registered[namespace]:
+        if m in self._registered[namespace]:
             return
-        self._registered[namespace].add(id(m))
+        self._registered[namespace].add(m)
         entries = self._namespace_tables[namespace]
         for i, table in enumerate(self.tables(m.profile)):
-            users = self._users.get(id(table))
+            users = self._users.get(table)
             if users is None:
-                users = self._users[id(table)] = []
+                users = self._users[table] = []
                 entries.append((m.profile.constraints[i].selector, table))
                 if self._tables_by_label.pop(namespace, None) is not None:  # indexed again
                     self._counting = {k: v for k, v in self._counting.items() if k[0] != namespace}
@@ -151,7 +151,7 @@ class WorkingCounts:
 
     def users(self, table: CountTable) -> Sequence[Members]:
         """The registered members whose profiles use this working table."""
-        return self._users.get(id(table), ())
+        return self._users.get(table, ())
 
     def namespace_tables(self, namespace: str) -> list[tuple[LabelSelector | None, CountTable]]:
         """The namespace's working tables, each with its selector, in first-use order."""
@@ -192,7 +192,7 @@ class WorkingCounts:
 
     def positions(self, m: Members) -> Mapping[str, Sequence[Pod]]:
         """The members' pods by node, as the changes so far left them."""
-        moved = self._moved.get(id(m))
+        moved = self._moved.get(m)
         return m.by_node if moved is None else moved.by_node
 
     # ---- changes -----------------------------------------------------------------------
@@ -207,10 +207,10 @@ class WorkingCounts:
         clock = self._clock
         for table, domain in places:
             table.add(domain, delta)
-            journal.append((table, domain, delta, stamps.get(id(table))))
+            journal.append((table, domain, delta, stamps.get(table)))
             clock += 1
-            stamps[id(table)] = clock
-            for check in checks.get(id(table), ()):
+            stamps[table] = clock
+            for check in checks.get(table, ()):
                 check.value = None
         self._clock = clock
 
@@ -224,7 +224,7 @@ class WorkingCounts:
 
     def take(self, m: Members, pod: Pod, node: str) -> None:
         """Take ``pod`` from the members' positions on ``node`` (the counts are ``shift``'s)."""
-        moved = self._moved.get(id(m)) or self._positions_of(m)
+        moved = self._moved.get(m) or self._positions_of(m)
         pods = moved.changing.get(node) or moved.pods(node)
         at = pods.index(pod)
         del pods[at]
@@ -235,7 +235,7 @@ class WorkingCounts:
 
     def put(self, m: Members, pod: Pod, node: str) -> None:
         """Put ``pod`` in the members' positions on ``node``."""
-        moved = self._moved.get(id(m)) or self._positions_of(m)
+        moved = self._moved.get(m) or self._positions_of(m)
         listed = node in moved.by_node
         moved.pods(node).append(pod)
         self._changed(m, node, +1)
@@ -264,14 +264,14 @@ class WorkingCounts:
             self.put(holder, pod, node)
 
     def _positions_of(self, m: Members) -> _Positions:
-        moved = self._moved.get(id(m))
+        moved = self._moved.get(m)
         if moved is None:  # stamped 0 until changed: a change undone to 0 drops the copy
-            moved = self._moved[id(m)] = _Positions(m)
+            moved = self._moved[m] = _Positions(m)
         return moved
 
     def _changed(self, m: Members, node: str, delta: int) -> None:
         """``delta`` of the members' pods more on ``node``: their checks' tallies follow."""
-        for check in self._checks.get(id(m), ()):
+        for check in self._checks.get(m, ()):
             cls = check.class_of.get(node) or check.classify(node)
             check.by_class[cls] = check.by_class.get(cls, 0) + delta
             check.value = None
@@ -289,10 +289,10 @@ class WorkingCounts:
                 table, domain, delta, stamp = change
                 table.add(domain, -delta)
                 if stamp is None:
-                    del self._stamps[id(table)]
+                    del self._stamps[table]
                 else:
-                    self._stamps[id(table)] = stamp
-                for check in self._table_checks.get(id(table), ()):
+                    self._stamps[table] = stamp
+                for check in self._table_checks.get(table, ()):
                     check.value = None
             else:
                 self._unmove(*change)
@@ -310,28 +310,28 @@ class WorkingCounts:
             self._changed(moved.members, node, -1)
         moved.stamp = stamp
         if not stamp:  # the positions were copied by the change undone: the members' again
-            del self._moved[id(moved.members)]
+            del self._moved[moved.members]
 
     # ---- stamps ------------------------------------------------------------------------
 
     def table_stamp(self, table: CountTable) -> int:
-        return self._stamps.get(id(table), 0)
+        return self._stamps.get(table, 0)
 
     def positions_stamp(self, m: Members) -> int:
-        moved = self._moved.get(id(m))
+        moved = self._moved.get(m)
         return 0 if moved is None else moved.stamp
 
     # ---- reading -----------------------------------------------------------------------
 
     def check(self, m: Members, constraint: int) -> GroupCheck:
         """The group of ``m`` under one constraint, judged on these counts (one per group)."""
-        checks = self._checks.setdefault(id(m), [])
+        checks = self._checks.setdefault(m, [])
         for found in checks:
             if found.constraint == constraint:
                 return found
         made = GroupCheck(self, m, constraint)
         checks.append(made)
-        self._table_checks.setdefault(id(made.table), []).append(made)
+        self._table_checks.setdefault(made.table, []).append(made)
         return made
 
     def crowding(self, groups: Iterable[tuple[Members, int]]) -> Crowding:

@@ -17,9 +17,11 @@ from enum import StrEnum
 from typing import Final, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DomainSpace:
-    """The eligible nodes of one constraint, and each one's domain value."""
+    """The eligible nodes of one constraint, and each one's domain value. Made once per
+    distinct space by the index and shared: equal only to itself (a key for what is derived
+    from it)."""
 
     node_domain: Mapping[str, str]
     domain_nodes: Mapping[str, tuple[str, ...]]

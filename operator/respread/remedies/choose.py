@@ -88,8 +88,12 @@ def hold_costs(costs: CostPlan | None, busy: frozenset[WorkloadRef]) -> CostPlan
     """The deletion-cost plan without writes to the pods of workloads a surge holds."""
     if costs is None or not busy:
         return costs
-    held = {id(e.pod) for o in costs.orders if o.workload in busy for e in o.pods}
-    return replace(costs, patches=tuple(p for p in costs.patches if id(p.pod) not in held))
+    held = {
+        (e.pod.namespace, e.pod.name) for o in costs.orders if o.workload in busy for e in o.pods
+    }
+    return replace(
+        costs, patches=tuple(p for p in costs.patches if (p.pod.namespace, p.pod.name) not in held)
+    )
 
 
 def surge_verdict(

@@ -470,7 +470,7 @@ class SpreadIndex:
             return by_profile
         c = profile.constraints[index]
         space = self.space(profile, index)
-        key = (profile.namespace, c.selector, id(space))
+        key = (profile.namespace, c.selector, space)
         table = self._tables.get(key)
         if table is None:
             table = self._tables[key] = CountTable(

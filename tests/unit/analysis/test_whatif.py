@@ -36,9 +36,9 @@ def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
         assert counts.violators(g.members, g.index) == g.violating
     if not analysis.members:
         return
-    before = {id(m): (counts.tally(m), counts.stamp(m)) for m in analysis.members}
+    before = {m: (counts.tally(m), counts.stamp(m)) for m in analysis.members}
     working = [t for m in analysis.members for t in counts.tables(m.profile)]
-    tables = {id(t): dict(t.counts) for t in working}
+    tables = {t: dict(t.counts) for t in working}
     names = [n.name for n in cluster.nodes]
     undo = []
     for _ in range(data.draw(st.integers(1, 4))):
@@ -63,9 +63,9 @@ def test_misplaced_pods_match_the_analysis_and_moves_undo_exactly(
             assert counts.violators(x) == expected
     for mark in reversed(undo):
         counts.undo(mark)
-    assert {id(t): dict(t.counts) for t in working} == tables
+    assert {t: dict(t.counts) for t in working} == tables
     for m in analysis.members:
-        assert (counts.tally(m), counts.stamp(m)) == before[id(m)]
+        assert (counts.tally(m), counts.stamp(m)) == before[m]
 
 
 def test_fails_and_failing_name_the_rules_and_verdict_explains_them() -> None:
@@ -105,11 +105,11 @@ def test_group_checks_follow_pods_added_and_removed_and_undo_restores_everything
     checks = [
         counts.check(m, i) for m in analysis.members for i in range(len(m.profile.constraints))
     ]
-    working = {id(t): t for m in analysis.members for t in counts.tables(m.profile)}
+    working = dict.fromkeys(t for m in analysis.members for t in counts.tables(m.profile))
 
     def snapshot() -> tuple[object, ...]:
         return (
-            {k: dict(t.counts) for k, t in working.items()},
+            [dict(t.counts) for t in working],
             [{n: list(p) for n, p in counts.positions(m).items() if p} for m in analysis.members],
             [c.misplaced() for c in checks],
         )

@@ -44,7 +44,7 @@ from respread.analysis.groups import Analysis, Members, WorkloadRef, workload_of
 from respread.analysis.whatif import GroupCheck, WorkingCounts
 from respread.core.annotations import DELETION_COST, FIELD_MANAGER
 from respread.core.limits import few_named
-from respread.core.model import Labels, Node, Pod
+from respread.core.model import Labels, Node, Pod, PodName
 from respread.inputs.policy import DeletionCostSettings
 from respread.remedies.cost.memo import CostMemo, Remembered, ScanKeys
 from respread.remedies.cost.owner import Ownership
@@ -143,7 +143,7 @@ class _Context:
     analysis: Analysis
     counts: WorkingCounts
     members_by_namespace: Mapping[str, tuple[Members, ...]]
-    balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
+    balanced: frozenset[tuple[Members, int]]  # (members, constraint) of balanced groups
 
     @classmethod
     def of(cls, analysis: Analysis) -> _Context:
@@ -154,7 +154,7 @@ class _Context:
             analysis,
             WorkingCounts(analysis),
             {ns: tuple(ms) for ns, ms in by_namespace.items()},
-            frozenset((id(g.members), g.index) for g in analysis.groups if not g.violating),
+            frozenset((g.members, g.index) for g in analysis.groups if not g.violating),
         )
 
 
@@ -168,18 +168,18 @@ class _ScaleIn:
     def __init__(self, context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> None:
         self.counts = counts = context.counts
         self.index = context.analysis.index
-        ids = {id(p) for p in pods}
+        names = {(p.namespace, p.name) for p in pods}
         by_labels: dict[int, tuple[Labels, list[Pod]]] = {}
         for p in pods:
             if p.node_name is not None:
                 by_labels.setdefault(id(p.labels), (p.labels, []))[1].append(p)
         self.checks: list[GroupCheck] = []
         self.own: list[tuple[Members, int]] = []  # the workload's groups
-        self.holder: dict[int, Members] = {}  # pod id -> the members holding it
+        self.holder: dict[PodName, Members] = {}  # the members holding each pod
         self._marks: list[int] = []
         for m in context.members_by_namespace.get(workload.namespace, ()):
             own = m.workload == workload and any(
-                id(p) in ids for on_node in m.by_node.values() for p in on_node
+                (p.namespace, p.name) in names for on_node in m.by_node.values() for p in on_node
             )
             for i, c in enumerate(m.profile.constraints):
                 if not c.hard or not (own or self._counts_ours(context, m, i, by_labels)):
@@ -188,7 +188,9 @@ class _ScaleIn:
                 if own:
                     self.own.append((m, i))
             if own:
-                self.holder.update((id(p), m) for ps in m.by_node.values() for p in ps)
+                self.holder.update(
+                    ((p.namespace, p.name), m) for ps in m.by_node.values() for p in ps
+                )
         # a node -> how far above the global minimum its domains are, over the own constraints
         self.crowding = counts.crowding(self.own).at
 
@@ -201,7 +203,7 @@ class _ScaleIn:
     ) -> bool:
         """Whether another workload's group was balanced and its selector counts these pods
         (index.is_counted, once per label set: the pods are in the namespace and live)."""
-        if (id(m), constraint) not in context.balanced:
+        if (m, constraint) not in context.balanced:
             return False
         selector = m.profile.constraints[constraint].selector
         eligible = self.index.space(m.profile, constraint).node_domain
@@ -215,7 +217,7 @@ class _ScaleIn:
         counts = self.counts
         self._marks.append(counts.mark())
         if pod.node_name is not None:
-            counts.remove_pod(pod, pod.node_name, self.holder.get(id(pod)))
+            counts.remove_pod(pod, pod.node_name, self.holder.get((pod.namespace, pod.name)))
 
     def restore(self, pod: Pod) -> None:
         """Put back ``pod``, the last pod removed."""
@@ -445,9 +447,9 @@ def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> R
     sim = _ScaleIn(context, workload, pods)
     violated = sim.misplaced() > 0
     order, safe, keep = _kept_or_searched(sim, pods)
-    position = {id(p): i for i, p in enumerate(pods)}
+    position = {(p.namespace, p.name): i for i, p in enumerate(pods)}
     return Remembered(
-        tuple(position[id(p)] for p in order),
+        tuple(position[(p.namespace, p.name)] for p in order),
         tuple(safe),
         keep,
         _own_keys(sim),

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef, minimum_moves
 from respread.analysis.tally import fails
-from respread.core.model import Pod
+from respread.core.model import Pod, PodName
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims
 from respread.remedies.evict.search import Found, fewest_moves
@@ -81,7 +81,7 @@ def exact_plan(
         history=history,
         held=held,
         sequence=[movable[i] for i in found.moves],
-        steering={id(pod) for _, pod in steering},
+        steering={(pod.namespace, pod.name) for _, pod in steering},
         note=f"exact: the fewest evictions that balance every group ({len(found.moves)}), by "
         f"exhaustive search over {len(movable)} movable pods",
     )
@@ -104,11 +104,11 @@ def _search_note(
     )
 
 
-def _related(sim: Simulation, order: list[Members], limit: int) -> dict[int, Members] | None:
+def _related(sim: Simulation, order: list[Members], limit: int) -> dict[Members, None] | None:
     """The violated workloads, the workloads their selectors count and those whose selectors
     count them, and so on (a move there may touch a group here); None when they hold more
     than ``4 * limit`` pods."""
-    pool: dict[int, Members] = {id(m): m for m in order}
+    pool = dict.fromkeys(order)
     work = list(order)
     counts = sim.counts
     while work:
@@ -117,10 +117,10 @@ def _related(sim: Simulation, order: list[Members], limit: int) -> dict[int, Mem
         first = next(p for pods in m.by_node.values() for p in pods)
         related += [x for t in counts.tables_counting(first) for x in counts.users(t)]
         for x in related:
-            if id(x) not in pool:
-                pool[id(x)] = x
+            if x not in pool:
+                pool[x] = None
                 work.append(x)
-        if sum(x.count for x in pool.values()) > 4 * limit:
+        if sum(x.count for x in pool) > 4 * limit:
             return None
     return pool
 
@@ -138,7 +138,7 @@ def _movable(
     misplaced: Movable = []
     rest: Movable = []
     counts = sim.counts
-    for x in sorted(pool.values(), key=lambda x: x.workload):
+    for x in sorted(pool, key=lambda x: x.workload):
         judge = counts.judge(x)
         for node_name, pods in x.by_node.items():
             bad = fails(judge, counts.node_labels[node_name], node_name) is not None
@@ -146,7 +146,7 @@ def _movable(
                 if sim.gate.refusal(pod, now) is None:
                     (misplaced if bad else rest).append((x, pod))
     found = misplaced + rest
-    return (found, list(pool.values())) if len(found) <= limit else None
+    return (found, list(pool)) if len(found) <= limit else None
 
 
 def _steering(sim: Simulation, movable: Movable, now: float | None, limit: int) -> Movable:
@@ -158,7 +158,7 @@ def _steering(sim: Simulation, movable: Movable, now: float | None, limit: int) 
     nodes = sim.counts.nodes.values()
     if room <= 0 or all(n.max_pods is None and n.allocatable is None for n in nodes):
         return []
-    taken = {id(pod) for _, pod in movable}
+    taken = {(pod.namespace, pod.name) for _, pod in movable}
     everyone = sorted(
         (x for xs in sim.counts.members_by_namespace.values() for x in xs),
         key=lambda x: x.workload,
@@ -166,7 +166,7 @@ def _steering(sim: Simulation, movable: Movable, now: float | None, limit: int) 
     out: Movable = []
     for members in everyone:
         for pod in (p for pods in members.by_node.values() for p in pods):
-            if id(pod) in taken or sim.gate.refusal(pod, now) is not None:
+            if (pod.namespace, pod.name) in taken or sim.gate.refusal(pod, now) is not None:
                 continue
             out.append((members, pod))
             if len(out) == room:
@@ -181,13 +181,12 @@ class _ExactSpace:
     def __init__(self, sim: Simulation, movable: Movable, pool: list[Members]) -> None:
         self.sim = sim
         self.movable = movable
-        watched: dict[int, Members] = {id(x): x for x in pool}
+        watched = dict.fromkeys(pool)  # an ordered set
         for owner, pod in movable:
-            watched[id(owner)] = owner
+            watched[owner] = None
             for t in sim.counts.tables_counting(pod):
-                for x in sim.counts.users(t):
-                    watched.setdefault(id(x), x)
-        self.watched = list(watched.values())
+                watched.update(dict.fromkeys(sim.counts.users(t)))
+        self.watched = list(watched)
         self.moved = [False] * len(movable)
         self.stack: list[tuple[int, Applied]] = []
 
@@ -257,7 +256,7 @@ def sequence_plan(
     history: Mapping[WorkloadRef, float],
     held: Mapping[WorkloadRef, str],
     sequence: Movable,
-    steering: set[int] | None = None,
+    steering: set[PodName] | None = None,
     note: str,
 ) -> Plan:
     """A plan that makes these moves in this order: this run's until the first that a cap,
@@ -271,7 +270,7 @@ def sequence_plan(
             later.eligible(pod, m.workload, record=True)
     planned: list[Move] = []
     deferred: list[Move] = []
-    after_run: dict[tuple[int, int], int] | None = None
+    after_run: dict[tuple[Members, int], int] | None = None
     budgets_used: Mapping[str, int] = {}
     for owner, pod in sequence:
         deferral = "" if deferred else later.deferral(pod, owner.workload)
@@ -305,14 +304,14 @@ def sequence_plan(
     )
 
 
-def _reason(sim: Simulation, owner: Members, pod: Pod, steering: set[int]) -> str:
+def _reason(sim: Simulation, owner: Members, pod: Pod, steering: set[PodName]) -> str:
     """Why a move of a searched sequence is made, as the move's reason."""
     node = pod.node_name
     assert node is not None
     failing = fails(sim.counts.judge(owner), sim.counts.node_labels[node], node)
     if failing is not None:
         return sim.counts.verdict(owner, node, failing).reason
-    if id(pod) in steering:
+    if (pod.namespace, pod.name) in steering:
         return (
             "its replacement takes room a later replacement would otherwise take, "
             "sending that one where its group is balanced"

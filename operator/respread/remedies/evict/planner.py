@@ -135,12 +135,12 @@ def _run(run: Pass, order: list[Members]) -> list[Move]:
     for what it would do to another group, any kept move)."""
     sim = run.sim
     moves: list[Move] = []
-    failed: dict[int, tuple[tuple[int, ...], int]] = {}  # id(m) -> its stamp and moves then
+    failed: dict[Members, tuple[tuple[int, ...], int]] = {}  # its stamp and moves then
     progress = True
     while progress:
         progress = False
         for m in order:
-            last = failed.get(id(m))
+            last = failed.get(m)
             if last is not None:
                 stamp, kept = last
                 if stamp == sim.counts.stamp(m) and (kept == len(moves) or not sim.refused(m)):
@@ -149,7 +149,7 @@ def _run(run: Pass, order: list[Members]) -> list[Move]:
             found = _steps(run, m)
             progress = progress or bool(found)
             moves.extend(found)
-            failed[id(m)] = (sim.counts.stamp(m), len(moves))
+            failed[m] = (sim.counts.stamp(m), len(moves))
     return moves
 
 
@@ -270,10 +270,10 @@ def _pair(
         return []
     counts = sim.counts
     affected = counts.affected(m, pod) | counts.affected(x, follower)
-    affected[id(m)] = m
-    before = {k: counts.tally(y) for k, y in affected.items()}
+    affected[m] = None
+    before = {y: counts.tally(y) for y in affected}
     changing = [*counts.tables_counting(pod), *counts.tables_counting(follower)]
-    skews = counts.skews(affected.values(), before, changing)
+    skews = counts.skews(affected, before, changing)
     first = sim.apply_move(m, pod)
     if first is None:
         return []
@@ -281,8 +281,8 @@ def _pair(
     if second is None:
         sim.undo_move(first)
         return []
-    after = {k: counts.tally(y) for k, y in affected.items()}
-    if sim.harm(m, affected, before, after, skews) or after[id(m)][0] >= before[id(m)][0]:
+    after = {y: counts.tally(y) for y in affected}
+    if sim.harm(m, affected, before, after, skews) or after[m][0] >= before[m][0]:
         sim.undo_move(second)
         sim.undo_move(first)
         return []
@@ -295,8 +295,8 @@ def _pair(
         follower_deferral = run.deferral(follower, x.workload)
         sim.uncommit(lead_move)
         if follower_deferral:
-            sim.moved.discard(id(pod))
-            sim.moved.discard(id(follower))
+            sim.moved.discard((pod.namespace, pod.name))
+            sim.moved.discard((follower.namespace, follower.name))
             sim.undo_move(second)
             sim.undo_move(first)
             return []

@@ -13,12 +13,12 @@ cooldown and budgets, or later runs', past them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from respread.analysis.groups import Analysis, Group, Members, WorkloadRef, minimum_moves
 from respread.analysis.tally import SimCounts
-from respread.core.model import Node, Pod
+from respread.core.model import Node, Pod, PodName
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict.evictor import EvictionGate
 from respread.remedies.evict.steps import Move, Skip, SkipKind
@@ -94,35 +94,36 @@ class Simulation:
         self.counts = SimCounts(analysis, policy.constraints.when_unsatisfiable)
         self.gate = EvictionGate(policy, state.budgets, held)
         self.landing = LandingPredictor(state.nodes, state.pods, policy.eviction.require_fit)
-        self.moved: set[int] = set()  # ids of pods already moved (their replacements stay put)
-        self.skipped: dict[int, Skip] = {}
-        self._refused: dict[int, list[Pod]] = {}  # id(members) -> pods refused for the counts
+        self.moved: set[PodName] = set()  # pods already moved (their replacements stay put)
+        self.skipped: dict[PodName, Skip] = {}
+        self._refused: dict[Members, list[Pod]] = {}  # pods refused for the counts
 
     # ---- refusals ----------------------------------------------------------------------
 
     def refuse(self, m: Members, pod: Pod, skip: Skip) -> None:
         """Skip one of the members' pods; refusals for what the counts were (no room, another
         group) are remembered, to be tried again once the counts change."""
-        self.skipped[id(pod)] = skip
+        self.skipped[(pod.namespace, pod.name)] = skip
         if skip.kind.for_the_counts:
-            self._refused.setdefault(id(m), []).append(pod)
+            self._refused.setdefault(m, []).append(pod)
 
     def refused(self, m: Members) -> list[Pod]:
         """The members' pods refused for another group's sake, and not tried since."""
         skipped = self.skipped
         return [
             pod
-            for pod in self._refused.get(id(m), ())
-            if (skip := skipped.get(id(pod))) is not None and skip.kind is SkipKind.WOULD_VIOLATE
+            for pod in self._refused.get(m, ())
+            if (skip := skipped.get((pod.namespace, pod.name))) is not None
+            and skip.kind is SkipKind.WOULD_VIOLATE
         ]
 
     def forget_refusals(self, m: Members) -> None:
         """Make the members' pods refused for what the counts were candidates again."""
         skipped = self.skipped
-        for pod in self._refused.pop(id(m), ()):
-            skip = skipped.get(id(pod))
+        for pod in self._refused.pop(m, ()):
+            skip = skipped.get((pod.namespace, pod.name))
             if skip is not None and skip.kind.for_the_counts:
-                del skipped[id(pod)]
+                del skipped[(pod.namespace, pod.name)]
 
     # ---- one step ----------------------------------------------------------------------
 
@@ -157,41 +158,40 @@ class Simulation:
         fall in their exact minimum moves), to compare it with other candidate moves."""
         counts = self.counts
         counting = counts.tables_counting(pod)
-        affected = {id(x): x for t in counting for x in counts.users(t)}
-        affected[id(m)] = m
-        affected[id(owner)] = owner
-        before = {k: counts.tally(x) for k, x in affected.items()}
-        skews = counts.skews(affected.values(), before, counting)
-        distance = counts.distance(affected.values()) if measure else 0
+        affected = dict.fromkeys(x for t in counting for x in counts.users(t))
+        affected[m] = affected[owner] = None
+        before = {x: counts.tally(x) for x in affected}
+        skews = counts.skews(affected, before, counting)
+        distance = counts.distance(affected) if measure else 0
         target, why, mark = self._evict(owner, pod)
         if target is None:
             return Skip(pod, owner.workload, SkipKind.NO_ROOM, why)
-        after = {k: counts.tally(x) for k, x in affected.items()}
+        after = {x: counts.tally(x) for x in affected}
         harm = self.harm(m, affected, before, after, skews)
-        if harm or after[id(m)][0] >= before[id(m)][0]:
+        if harm or after[m][0] >= before[m][0]:
             counts.undo(mark)
             if harm:
                 return Skip(pod, owner.workload, SkipKind.WOULD_VIOLATE, harm)
             return None
-        gain = distance - counts.distance(affected.values()) if measure else 0
+        gain = distance - counts.distance(affected) if measure else 0
         return Trial(m, owner, pod, target, mark, gain, reason)
 
     def harm(
         self,
         m: Members,
-        affected: Mapping[int, Members],
-        before: Mapping[int, tuple[int, Mapping[int, int]]],
-        after: Mapping[int, tuple[int, Mapping[int, int]]],
-        skews: Mapping[tuple[int, int], int],
+        affected: Collection[Members],
+        before: Mapping[Members, tuple[int, Mapping[int, int]]],
+        after: Mapping[Members, tuple[int, Mapping[int, int]]],
+        skews: Mapping[tuple[Members, int], int],
     ) -> str:
         """Why the move may not be kept, or "": no group within its maxSkew (no misplaced pod)
         leaves it, no violated group ends with a larger skew unless within maxSkew, and no
         other workload ends with more misplaced pods."""
-        for k, x in affected.items():
-            why = self._worse(x, before[k][1], after[k][1], skews)
+        for x in affected:
+            why = self._worse(x, before[x][1], after[x][1], skews)
             if why:
                 return why
-            if k != id(m) and after[k][0] > before[k][0]:
+            if x is not m and after[x][0] > before[x][0]:
                 return f"the move would break the spread of {x.workload}"
         return ""
 
@@ -200,14 +200,14 @@ class Simulation:
         x: Members,
         was: Mapping[int, int],
         now: Mapping[int, int],
-        skews: Mapping[tuple[int, int], int],
+        skews: Mapping[tuple[Members, int], int],
     ) -> str:
         """Why one group of ``x`` violated after the move is worse than before, or ""."""
         for i in now:
             c = x.profile.constraints[i]
             if not was.get(i):
                 return f"the move would break the {c.key} spread of {x.workload}"
-            old = skews.get((id(x), i))
+            old = skews.get((x, i))
             if old is not None:
                 new = self.counts.tables(x.profile)[i].skew(c.min_domains)
                 if new > old and new > c.max_skew:
@@ -236,8 +236,8 @@ class Simulation:
     def keep_applied(self, applied: Applied, reason: str) -> Move:
         """The Move of an applied eviction (its room is already reserved)."""
         pod, owner = applied.pod, applied.owner
-        self.moved.add(id(pod))
-        self.skipped.pop(id(pod), None)
+        self.moved.add((pod.namespace, pod.name))
+        self.skipped.pop((pod.namespace, pod.name), None)
         return self._move(owner, pod, applied.target, reason)
 
     def _move(self, owner: Members, pod: Pod, target: Node, reason: str) -> Move:
@@ -262,7 +262,7 @@ class Simulation:
     def keep(self, trial: Trial) -> Move:
         pod, owner, target = trial.pod, trial.owner, trial.target
         self.landing.reserve(target.name, pod.spec.requests)
-        self.moved.add(id(pod))
+        self.moved.add((pod.namespace, pod.name))
         return self._move(owner, pod, target, trial.reason)
 
     def commit(self, move: Move) -> None:
@@ -292,7 +292,9 @@ class Pass:
         if refusal is not None:
             if record:
                 kind, reason = refusal
-                sim.skipped[id(pod)] = Skip(pod, workload, SkipKind(kind.value), reason)
+                sim.skipped[(pod.namespace, pod.name)] = Skip(
+                    pod, workload, SkipKind(kind.value), reason
+                )
             return False, ""
         deferral = sim.gate.deferral(pod, workload, self.now, self.history)
         return not (self.within_limits and deferral), deferral
@@ -304,18 +306,17 @@ class Pass:
 
 def violated_order(sim: Simulation, analysis: Analysis) -> list[Members]:
     """The members of violated groups, the most misplaced pods first."""
-    violated = {id(g.members) for g in analysis.violations}
+    violated = {g.members for g in analysis.violations}
     return sorted(
-        (m for m in analysis.members if id(m) in violated),
+        (m for m in analysis.members if m in violated),
         key=lambda m: (-sim.counts.violators(m), m.workload),
     )
 
 
-def violators_now(sim: Simulation, analysis: Analysis) -> dict[tuple[int, int], int]:
+def violators_now(sim: Simulation, analysis: Analysis) -> dict[tuple[Members, int], int]:
     """Each violated group's misplaced pods in the simulation as it stands."""
     return {
-        (id(g.members), g.index): sim.counts.violators(g.members, g.index)
-        for g in analysis.violations
+        (g.members, g.index): sim.counts.violators(g.members, g.index) for g in analysis.violations
     }
 
 
@@ -325,7 +326,7 @@ def finish(
     *,
     planned: list[Move],
     deferred: list[Move],
-    after_run: Mapping[tuple[int, int], int],
+    after_run: Mapping[tuple[Members, int], int],
     budgets_used: Mapping[str, int],
     method: str,
     note: str = "",
@@ -340,7 +341,7 @@ def finish(
         outcomes.append(
             Outcome(
                 g,
-                after_run[(id(g.members), g.index)],
+                after_run[(g.members, g.index)],
                 remaining,
                 _message(g, remaining, skipped_by_members[g.workload]),
             )

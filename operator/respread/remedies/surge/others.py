@@ -84,7 +84,7 @@ class OthersJudge:
 
 
 def _distinct(tables: Iterable[CountTable]) -> list[CountTable]:
-    return list({id(t): t for t in tables}.values())
+    return list(dict.fromkeys(tables))  # a table is equal only to itself
 
 
 def _shift(

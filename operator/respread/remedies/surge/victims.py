@@ -54,8 +54,8 @@ def _greedy(
     chosen: list[Victim] = []
     for pod in pending[:k]:
         chosen.append(Victim(pod, (), VICTIM_COST + len(chosen)))
-    taken = {id(v.pod) for v in chosen}
-    left = [p for p in candidates if p.node_name is not None and id(p) not in taken]
+    taken = {(v.pod.namespace, v.pod.name) for v in chosen}
+    left = [p for p in candidates if p.node_name is not None and (p.namespace, p.name) not in taken]
     while len(chosen) < k and left:
         _, position = min(_removal_score(sim, pod, at) for at, pod in enumerate(left))
         pod = left.pop(position)
@@ -195,8 +195,8 @@ def choose_victims(
     score = (sum(tier(v.pod) is Tier.READY for v in chosen), sim.misplaced())
     fixed = chosen[: min(len(pending), k)]
     sim.undo(mark)  # the greedy set back in: the pending pods were never in
-    taken = {id(v.pod) for v in fixed}
-    pool = [p for p in candidates if p.node_name is not None and id(p) not in taken]
+    taken = {(v.pod.namespace, v.pod.name) for v in fixed}
+    pool = [p for p in candidates if p.node_name is not None and (p.namespace, p.name) not in taken]
     found = _search(sim, pool, fixed, k, judge)
     better = found is not None and found[0] <= score
     out = found[1] if found is not None and better else chosen

@@ -42,7 +42,7 @@ class SurgedWorkload:
         self.tables: tuple[CountTable, ...] = counts.tables(profile)
         self._crowding = counts.crowding((members, i) for i in self.hard).at
         self._checks = [counts.check(members, i) for i in self.hard]
-        self._distinct = list({id(t): t for t in self.tables}.values())
+        self._distinct = list(dict.fromkeys(self.tables))
 
     def positions(self) -> Mapping[str, Sequence[Pod]]:
         """The Deployment's pods by node, as the changes so far left them."""

@@ -127,12 +127,12 @@ def test_moved_and_skipped_pods_are_not_candidates_unless_refused_for_the_counts
     m = members(analysis, "web")
     p0, p1, p2 = (next(p for p in cluster.pods if p.name == f"p{i}") for i in range(3))
     skipped = {
-        id(p1): Skip(p1, m.workload, SkipKind.WOULD_VIOLATE, "x"),
-        id(p0): Skip(p0, m.workload, SkipKind.PROTECTED, "x"),
+        (p1.namespace, p1.name): Skip(p1, m.workload, SkipKind.WOULD_VIOLATE, "x"),
+        (p0.namespace, p0.name): Skip(p0, m.workload, SkipKind.PROTECTED, "x"),
     }
-    names = [p.name for p, _ in victims.candidates(counts, m, {id(p2)}, skipped)]
+    names = [p.name for p, _ in victims.candidates(counts, m, {(p2.namespace, p2.name)}, skipped)]
     assert names == []
-    names = [p.name for p, _ in victims.candidates(counts, m, {id(p2)}, skipped, refused_too=True)]
+    names = [p.name for p, _ in victims.candidates(counts, m, {(p2.namespace, p2.name)}, skipped, refused_too=True)]
     assert names == ["p1"]
 
 
@@ -177,7 +177,7 @@ def test_foreign_pods_are_the_other_workloads_pods_counted_where_the_group_is_cr
     assert found[0][2] == (
         "counted by the zone spread of ReplicaSet default/w0-rs: zone za holds 10 of its pods"
     )
-    moved = {id(found[0][1])}
+    moved = {(found[0][1].namespace, found[0][1].name)}
     again = victims.foreign(counts, members(analysis, "w0"), moved, {})
     assert next(p.name for _, p, _ in again) == "w1-7"
 
@@ -205,7 +205,7 @@ def test_followers_are_the_misplaced_pods_of_the_workloads_a_move_breaks() -> No
     counts.shift(counts.tables_counting(mover), "a1", -1)
     counts.shift(counts.tables_counting(mover), "c1", +1)
     counts.relocate(m0, mover, "a1", "c1")
-    found = victims.followers(counts, m0, mover, {id(mover)}, {})
+    found = victims.followers(counts, m0, mover, {(mover.namespace, mover.name)}, {})
     assert all(x is m1 for x, _ in found)
     assert [(p.name, p.node_name) for _, p in found] == [
         ("w1-1", "c1"),
