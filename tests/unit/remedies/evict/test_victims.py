@@ -130,9 +130,10 @@ def test_moved_and_skipped_pods_are_not_candidates_unless_refused_for_the_counts
         (p1.namespace, p1.name): Skip(p1, m.workload, SkipKind.WOULD_VIOLATE, "x"),
         (p0.namespace, p0.name): Skip(p0, m.workload, SkipKind.PROTECTED, "x"),
     }
-    names = [p.name for p, _ in victims.candidates(counts, m, {(p2.namespace, p2.name)}, skipped)]
+    moved = {(p2.namespace, p2.name)}
+    names = [p.name for p, _ in victims.candidates(counts, m, moved, skipped)]
     assert names == []
-    names = [p.name for p, _ in victims.candidates(counts, m, {(p2.namespace, p2.name)}, skipped, refused_too=True)]
+    names = [p.name for p, _ in victims.candidates(counts, m, moved, skipped, refused_too=True)]
     assert names == ["p1"]
 
 
