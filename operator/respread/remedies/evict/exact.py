@@ -6,23 +6,21 @@ sequence found is built (``sequence_plan``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
-from respread.analysis.groups import Analysis, Members, WorkloadRef, minimum_moves
+from respread.analysis.groups import Members, minimum_moves
 from respread.analysis.tally import fails
 from respread.core.model import Pod, PodName
-from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims
 from respread.remedies.evict.search import Found, fewest_moves
 from respread.remedies.evict.simulation import (
     Applied,
-    Pass,
     Plan,
+    PlanInputs,
+    RunEnd,
     Simulation,
     finish,
     violated_order,
-    violators_now,
 )
 from respread.remedies.evict.steps import Move, StepState
 
@@ -34,24 +32,15 @@ EXACT_WORK = 2_000_000  # simulated moves times nodes: about a second at most
 Movable = list[tuple[Members, Pod]]
 
 
-def exact_plan(
-    analysis: Analysis,
-    policy: RebalancePolicy,
-    greedy: Plan,
-    limit: int,
-    *,
-    now: float | None,
-    history: Mapping[WorkloadRef, float],
-    held: Mapping[WorkloadRef, str],
-) -> Plan:
+def exact_plan(inputs: PlanInputs, greedy: Plan, limit: int) -> Plan:
     """The greedy plan, or the exact one when the search finds fewer evictions than it or
     balances what it does not, over at most ``limit`` movable pods; the greedy plan says how
     the search went."""
     too_many = replace(
         greedy, method_note=f"greedy (more than {limit} movable pods: no exhaustive search)"
     )
-    sim = Simulation(analysis, policy, held)
-    problem = _movable(sim, violated_order(sim, analysis), now, limit)
+    sim, now = inputs.simulation(), inputs.now
+    problem = _movable(sim, violated_order(sim, inputs.analysis), now, limit)
     if problem is None:
         return too_many
     movable, pool = problem
@@ -75,11 +64,7 @@ def exact_plan(
             greedy, method_note=_search_note(found, balanced, movable, greedy_moves, bound)
         )
     return sequence_plan(
-        analysis,
-        policy,
-        now=now,
-        history=history,
-        held=held,
+        inputs,
         sequence=[movable[i] for i in found.moves],
         steering={(pod.namespace, pod.name) for _, pod in steering},
         note=f"exact: the fewest evictions that balance every group ({len(found.moves)}), by "
@@ -249,36 +234,30 @@ class _ExactSpace:
 
 
 def sequence_plan(
-    analysis: Analysis,
-    policy: RebalancePolicy,
+    inputs: PlanInputs,
     *,
-    now: float | None,
-    history: Mapping[WorkloadRef, float],
-    held: Mapping[WorkloadRef, str],
     sequence: Movable,
     steering: set[PodName] | None = None,
     note: str,
 ) -> Plan:
     """A plan that makes these moves in this order: this run's until the first that a cap,
     cooldown or budget defers, later runs' from there on."""
-    sim = Simulation(analysis, policy, held)
-    later = Pass(sim, False, now, history)
-    for m in violated_order(
-        sim, analysis
-    ):  # the violated workloads' misplaced pods that may not move
+    analysis = inputs.analysis
+    sim = inputs.simulation()
+    later = inputs.passing(sim, False)
+    # the violated workloads' misplaced pods that may not move
+    for m in violated_order(sim, analysis):
         for pod, _ in victims.candidates(sim.counts, m, sim.moved, sim.skipped):
             later.eligible(pod, m.workload, record=True)
     planned: list[Move] = []
     deferred: list[Move] = []
-    after_run: dict[tuple[Members, int], int] | None = None
-    budgets_used: Mapping[str, int] = {}
+    run_end: RunEnd | None = None
     for owner, pod in sequence:
         deferral = "" if deferred else later.deferral(pod, owner.workload)
-        if (deferred or deferral) and after_run is None:
-            after_run = violators_now(sim, analysis)
-            budgets_used = sim.gate.used()
+        if (deferred or deferral) and run_end is None:
+            run_end = RunEnd.of(sim, analysis)
         move = sim.force(owner, pod, _reason(sim, owner, pod, steering or set()))
-        if after_run is None:
+        if run_end is None:
             sim.commit(move)
             planned.append(move)
         else:
@@ -289,16 +268,12 @@ def sequence_plan(
                     deferred_by=deferral or "planned after this run's moves take effect",
                 )
             )
-    if after_run is None:
-        after_run = violators_now(sim, analysis)
-        budgets_used = sim.gate.used()
     return finish(
         analysis,
         sim,
         planned=planned,
         deferred=deferred,
-        after_run=after_run,
-        budgets_used=budgets_used,
+        run_end=run_end or RunEnd.of(sim, analysis),
         method="exact",
         note=note,
     )

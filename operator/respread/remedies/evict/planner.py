@@ -49,12 +49,13 @@ from respread.remedies.evict.simulation import (
     Outcome,
     Pass,
     Plan,
+    PlanInputs,
+    RunEnd,
     Simulation,
     Trial,
     domains_needed,
     finish,
     violated_order,
-    violators_now,
 )
 from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState
 from respread.remedies.evict.victims import FOREIGN_TRIALS
@@ -91,9 +92,8 @@ def plan(
     their selectors count, hold at most ``EXACT_MOVABLE`` movable pods, an exhaustive search
     looks for fewer evictions that leave every group balanced; its plan is used when it is
     smaller than the greedy one, or balances what the greedy one does not."""
-    history = history or {}
-    held = held or {}
-    greedy = _greedy_plan(analysis, policy, now, history, held)
+    inputs = PlanInputs(analysis, policy, now, history or {}, held or {})
+    greedy = _greedy_plan(inputs)
     violations = analysis.violations
     if not violations:
         return greedy
@@ -102,30 +102,18 @@ def plan(
             greedy,
             method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
         )
-    return exact_plan(analysis, policy, greedy, EXACT_MOVABLE, now=now, history=history, held=held)
+    return exact_plan(inputs, greedy, EXACT_MOVABLE)
 
 
-def _greedy_plan(
-    analysis: Analysis,
-    policy: RebalancePolicy,
-    now: float | None,
-    history: Mapping[WorkloadRef, float],
-    held: Mapping[WorkloadRef, str],
-) -> Plan:
-    sim = Simulation(analysis, policy, held)
+def _greedy_plan(inputs: PlanInputs) -> Plan:
+    analysis = inputs.analysis
+    sim = inputs.simulation()
     order = violated_order(sim, analysis)
-    planned = _run(Pass(sim, True, now, history), order)
-    after_run = violators_now(sim, analysis)
-    budgets_used = sim.gate.used()
-    deferred = _run(Pass(sim, False, now, history), order)
+    planned = _run(inputs.passing(sim, True), order)
+    run_end = RunEnd.of(sim, analysis)
+    deferred = _run(inputs.passing(sim, False), order)
     return finish(
-        analysis,
-        sim,
-        planned=planned,
-        deferred=deferred,
-        after_run=after_run,
-        budgets_used=budgets_used,
-        method="greedy",
+        analysis, sim, planned=planned, deferred=deferred, run_end=run_end, method="greedy"
     )
 
 

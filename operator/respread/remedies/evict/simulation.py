@@ -78,6 +78,24 @@ class Trial:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class PlanInputs:
+    """What one plan is made from: the analysis under the policy, the time, the last eviction
+    per workload (the cooldown) and the workloads the operator holds back this run."""
+
+    analysis: Analysis
+    policy: RebalancePolicy
+    now: float | None
+    history: Mapping[WorkloadRef, float]
+    held: Mapping[WorkloadRef, str]
+
+    def simulation(self) -> Simulation:
+        return Simulation(self.analysis, self.policy, self.held)
+
+    def passing(self, sim: Simulation, within_limits: bool) -> Pass:
+        return Pass(sim, within_limits, self.now, self.history)
+
+
 class Simulation:
     """One planning run: the simulated counts, the eviction gate, the landing predictor, and
     the pods moved and skipped so far. A move is tried, then kept or undone exactly."""
@@ -313,11 +331,21 @@ def violated_order(sim: Simulation, analysis: Analysis) -> list[Members]:
     )
 
 
-def violators_now(sim: Simulation, analysis: Analysis) -> dict[tuple[Members, int], int]:
-    """Each violated group's misplaced pods in the simulation as it stands."""
-    return {
-        (g.members, g.index): sim.counts.violators(g.members, g.index) for g in analysis.violations
-    }
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """The simulation once this run's moves are made: each violated group's misplaced pods,
+    and the budgets those moves use."""
+
+    violators: Mapping[tuple[Members, int], int]
+    budgets_used: Mapping[str, int]
+
+    @classmethod
+    def of(cls, sim: Simulation, analysis: Analysis) -> RunEnd:
+        counts = sim.counts
+        violators = {
+            (g.members, g.index): counts.violators(g.members, g.index) for g in analysis.violations
+        }
+        return cls(violators, sim.gate.used())
 
 
 def finish(
@@ -326,8 +354,7 @@ def finish(
     *,
     planned: list[Move],
     deferred: list[Move],
-    after_run: Mapping[tuple[Members, int], int],
-    budgets_used: Mapping[str, int],
+    run_end: RunEnd,
     method: str,
     note: str = "",
 ) -> Plan:
@@ -341,7 +368,7 @@ def finish(
         outcomes.append(
             Outcome(
                 g,
-                after_run[(g.members, g.index)],
+                run_end.violators[(g.members, g.index)],
                 remaining,
                 _message(g, remaining, skipped_by_members[g.workload]),
             )
@@ -352,7 +379,7 @@ def finish(
         tuple(deferred),
         tuple(skipped),
         tuple(outcomes),
-        budgets_used,
+        run_end.budgets_used,
         method,
         note,
     )
