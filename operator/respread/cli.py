@@ -12,7 +12,7 @@ import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -26,10 +26,18 @@ from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, LeftOut, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
-from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    KIND,
+    Mode,
+    PolicyError,
+    RebalancePolicy,
+    parse_policy,
+)
 from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
+from respread.remedies.evict.ledger import LEDGER, LedgerData
 from respread.report.contract import report_json
 from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
@@ -316,22 +324,47 @@ def kube_calls() -> Iterator[None]:
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What `respread plan` scans with: the policy, the other policies (which of them orders a
-    ReplicaSet's costs) and the memory of the policy's earlier scans."""
+    ReplicaSet's costs), the memory of the policy's earlier scans, and the evictions the
+    eviction ledger records (every policy's)."""
 
     policy: RebalancePolicy
     others: tuple[RebalancePolicy, ...] = ()
     memory: Memory = NO_MEMORY
+    recorded: LedgerData = field(default_factory=dict)
 
 
-def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> Scope:
-    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it."""
+def live_scope(args: argparse.Namespace, name: str) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it: in Enforce,
+    with the eviction ledger in the operator's namespace too."""
     from respread.kube.client import api_client
     from respread.kube.reader import read_policies
 
     with kube_calls():
-        api = api_client(kubeconfig, context)
+        api = api_client(args.kubeconfig, args.context)
         bodies = read_policies(api)
-    return policy_scope(bodies, name, api.configuration.host, quiet)
+    scope = policy_scope(bodies, name, api.configuration.host, args.quiet)
+    if scope.policy.mode is not Mode.ENFORCE:
+        return scope  # DryRun defers nothing for the ledger
+    return replace(scope, recorded=read_recorded(api, args.operator_namespace, args.quiet))
+
+
+def read_recorded(api: Any, namespace: str, quiet: bool) -> LedgerData:
+    """The eviction ledger's data, as the operator reads it before it plans; a ledger that
+    cannot be read is warned about (in one line) and left out."""
+    from respread.kube.client import KubeError
+    from respread.kube.ledger import read_ledger
+
+    with _logged():
+        try:
+            return read_ledger(api, namespace, LEDGER).data
+        except KubeError as err:
+            if not quiet:
+                print(
+                    f"respread: warning: {printable(str(err))}: planned without the eviction "
+                    "ledger (the other policies' evictions do not hold their workloads)",
+                    file=sys.stderr,
+                )
+            return {}
 
 
 def policy_scope(
@@ -382,7 +415,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     scope = Scope(read_policy(args.policy))
     now = parse_now(args.now)
     if named is not None:
-        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
+        scope = live_scope(args, named)
     scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
     loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
@@ -390,7 +423,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    result = scan(
+        loaded.state, scope.policy, now, scope.memory, others=scope.others, recorded=scope.recorded
+    )
     note(
         args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
     )
@@ -533,7 +568,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
         " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
-        " policies)",
+        " policies; in Enforce, the evictions its ledger records)",
+    )
+    p.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
     )
     p.add_argument(
         "-n",
@@ -614,10 +656,61 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--liveness", metavar="URL", help="serve liveness, e.g. http://0.0.0.0:8080/healthz"
     )
+    r.add_argument(
+        "--readiness", metavar="URL", help="serve readiness, e.g. http://0.0.0.0:8081/readyz"
+    )
     r.add_argument("--metrics-port", type=int, default=9090, help="0 disables the metrics server")
+    _bound_arguments(r)
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+# Every bound of `respread run` (DURATION, e.g. 30s or 500ms): the flag, else the environment
+# variable, else the default.
+BOUNDS = (
+    ("--connect-timeout", "RESPREAD_CONNECT_TIMEOUT", "5s", "to connect to the API server"),
+    ("--request-timeout", "RESPREAD_REQUEST_TIMEOUT", "30s", "for each answer of a request"),
+    ("--scan-deadline", "RESPREAD_SCAN_DEADLINE", "2m", "for a scan, its requests included"),
+    ("--plan-max-age", "RESPREAD_PLAN_MAX_AGE", "1m", "a plan older than this is not acted on"),
+    ("--catch-up", "RESPREAD_CATCH_UP", "30s", "to show the watch cache current"),
+    ("--pause-threshold", "RESPREAD_PAUSE_THRESHOLD", "5s", "a gap this long is a pause"),
+)
+
+
+def _bound_arguments(r: argparse.ArgumentParser) -> None:
+    for flag, env, default, what in BOUNDS:
+        r.add_argument(
+            flag,
+            metavar="DURATION",
+            default=os.environ.get(env, default),
+            help=f"{what} (default: ${env}, else {default})",
+        )
+
+
+def parse_bounds(args: argparse.Namespace) -> Any:
+    """The Bounds the flags (or their variables) say; a UsageError names a bad one."""
+    from respread.inputs.policy import PolicyError, parse_duration
+    from respread.kube.client import Timeouts
+    from respread.runtime.guard import ScanLimits
+    from respread.runtime.heartbeat import PauseSettings
+    from respread.runtime.operator import Bounds
+
+    values = {}
+    for flag, _, _, _ in BOUNDS:
+        raw = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values[flag] = parse_duration(raw, flag)
+        except PolicyError as err:
+            raise UsageError(f"{flag}: {err.message}") from None
+        if values[flag] <= 0:
+            raise UsageError(f"{flag}: must be more than 0, got {raw}")
+    threshold = values["--pause-threshold"]
+    return Bounds(
+        Timeouts(values["--connect-timeout"], values["--request-timeout"]),
+        ScanLimits(values["--scan-deadline"], values["--plan-max-age"], values["--catch-up"]),
+        PauseSettings(period=min(0.5, threshold / 4), threshold=threshold),
+    )
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -667,6 +760,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             identity=args.identity,
             timing=timing,
         )
+    bounds = parse_bounds(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -682,6 +776,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             election=election,
             liveness=args.liveness,
             metrics_port=args.metrics_port or None,
+            bounds=bounds,
+            readiness=args.readiness,
+            namespace=args.lease_namespace,
         )
     except KubeError as err:
         _fail(str(err))

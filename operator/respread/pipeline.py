@@ -9,6 +9,11 @@ the status) both call it. What one scan of a policy hands the next is a `Memory`
 and returned, never changed: the operator keeps the one returned (with the evictions it then
 made, `recorded`), a newly elected leader or `respread plan --policy-name` starts from the one
 the policy's status holds (`Memory.from_status`), and a one-off plan has none (`NO_MEMORY`).
+
+Beside the memory, which is the policy's own, `recorded` is what the eviction ledger holds
+(remedies/evict/ledger.py): every policy's recent evictions, as the operator (or `respread plan
+--policy-name`) read them before planning. In Enforce, the workloads they hold are deferred, as
+the workloads the memory holds back are.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from respread.remedies.cost.memo import CostMemo
 from respread.remedies.cost.order import CostPlan, plan_costs
 from respread.remedies.cost.owner import Ownership
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
+from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
@@ -116,13 +122,15 @@ def scan(
     *,
     others: Sequence[RebalancePolicy] = (),
     memo: CostMemo | None = None,
+    recorded: LedgerData | None = None,
 ) -> Scan:
     """One scan of ``policy`` over ``state`` at ``now``. ``others``: the other policies not being
     deleted (which of them orders a ReplicaSet's costs); ``memo``: the deletion-cost orders of
-    the policy's last scan, an exact cache (the plan is the same without it), updated in place.
+    the policy's last scan, an exact cache (the plan is the same without it), updated in place;
+    ``recorded``: the eviction ledger's data (every policy's recent evictions).
     CPU-bound: the operator runs it in a worker thread."""
     with gc_paused():  # the analysis makes many long-lived, acyclic objects
-        return _scan(state, policy, now, memory, others=others, memo=memo)
+        return _scan(state, policy, now, memory, others=others, memo=memo, recorded=recorded or {})
 
 
 def _scan(
@@ -133,14 +141,11 @@ def _scan(
     *,
     others: Sequence[RebalancePolicy],
     memo: CostMemo | None,
+    recorded: LedgerData,
 ) -> Scan:
     analysis = analyze(state, policy)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
-    held = (
-        history.held(now, unready_workloads(state, analysis))
-        if memory.holds and policy.mode is Mode.ENFORCE
-        else {}
-    )
+    held = _held(state, analysis, policy, now, memory=memory, history=history, recorded=recorded)
     evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
     chosen = apply_remediation(evictions, policy)
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
@@ -152,6 +157,27 @@ def _scan(
     after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
     changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown
     return Scan(analysis, chosen, surge, costs, report, changed, after)
+
+
+def _held(
+    state: ClusterState,
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float,
+    *,
+    memory: Memory,
+    history: EvictionHistory,
+    recorded: LedgerData,
+) -> dict[WorkloadRef, str]:
+    """The workloads held back this scan (Enforce, with holds), with why: those another scan's
+    evictions hold (the ledger: cooldowns across policies and leaders), then those the policy's
+    own history holds (a replacement not Ready yet, a back-off); held by both, the history's
+    reason is the one given."""
+    if not (memory.holds and policy.mode is Mode.ENFORCE):
+        return {}
+    workloads = {g.workload for g in analysis.groups}  # those a move can evict from
+    ledger = held_workloads(recorded, workloads, now=now, cooldown=policy.eviction.cooldown)
+    return {**ledger, **history.held(now, unready_workloads(state, analysis))}
 
 
 def _costs(

@@ -774,6 +774,9 @@ ALLOWED = [
     ("create", "leases.coordination.k8s.io", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
     ("update", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", NAMESPACE),  # the eviction ledger
+    ("get", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("patch", "configmaps/respread-evictions", "-n", NAMESPACE),
 ]
 DENIED = [
     ("delete", "pods", "-n", "default"),
@@ -790,6 +793,10 @@ DENIED = [
     ("update", "leases.coordination.k8s.io/kube-scheduler", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", "kube-system"),
     ("delete", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("get", "configmaps/kube-root-ca.crt", "-n", NAMESPACE),
+    ("get", "configmaps/respread-evictions", "-n", "default"),
+    ("delete", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", "default"),
 ]
 
 
@@ -846,10 +853,11 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     """Every object of `kubectl kustomize deploy/` is valid for the API server (a dry run: no
     operator Deployment or `default` policy is left behind to interfere with other tests)."""
     kinds = sorted(d["kind"] for d in kustomized)
+    # (Two Roles: the leader election Lease's and the eviction ledger's.)
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
-        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "RoleBinding", "Service",
-        "ServiceAccount",
+        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "Role", "RoleBinding",
+        "RoleBinding", "Service", "ServiceAccount",
     ])  # fmt: skip
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
         if d["kind"] == "RebalancePolicy":

@@ -5,12 +5,14 @@ status, as a newly elected leader does. On the same cluster state the two must a
 same violations (keys, skew, domains, cause and its message) and the same planned and deferred
 evictions. The cause is a scale-down the operator saw between two of its scans, carried by its
 memory after the evidence is gone: the command line, which saw no scale-down, says the same
-only because it reads that memory back.
+only because it reads that memory back. For an Enforce policy both read the eviction ledger
+too (another policy's recent evictions), and defer the same moves.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -37,15 +39,21 @@ from kube_helpers import (
     zone_of_nodes,
 )
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
+from respread.analysis.groups import WorkloadRef
 from respread.kube import reader
 from respread.kube.client import KubeError
+from respread.remedies.evict.ledger import LEDGER, Recorded, key_of, render_entries
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
+
+LEDGER_NS = "respread-system"  # the operator's namespace, outside a pod
 
 
 def respread(*args: str) -> subprocess.CompletedProcess[str]:
@@ -219,3 +227,57 @@ def test_policy_name_errors_are_one_line(
     monkeypatch.setattr(reader, "POLICIES", "/apis/respread.invalid/v1alpha1/rebalancepolicies")
     with pytest.raises(KubeError, match=r"^the RebalancePolicy CRD is not installed at https://"):
         reader.read_policies(api_client(str(e2e_cluster.kubeconfig)))
+
+
+def hold_in_ledger(core: client.CoreV1Api, workload: WorkloadRef, by: str) -> None:
+    """An entry in the eviction ledger, as policy `by` writes one just before it evicts: the
+    workload lost a pod now, and `by`'s cooldown (10 minutes) holds it."""
+    now = time.time()
+    entry = render_entries([Recorded(f"{workload.name}-x", "uid-x", by, f"{by}@1", now, now + 600)])
+    try:
+        core.patch_namespaced_config_map(LEDGER, LEDGER_NS, {"data": {key_of(workload): entry}})
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        body = {"metadata": {"name": LEDGER}, "data": {key_of(workload): entry}}
+        core.create_namespaced_config_map(LEDGER_NS, body)
+
+
+def without_seconds(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Plan steps with the numbers of their reasons blanked ("evicted P 3s ago; held 597s more":
+    the two scans read the ledger a few seconds apart)."""
+    return [{**s, "reason": re.sub(r"[0-9]+s", "Ns", s["reason"])} for s in plan]
+
+
+def test_an_enforce_policy_is_planned_with_the_eviction_ledger_as_the_operator_plans_it(
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
+) -> None:
+    """Another policy evicted from web a moment ago (the ledger, in the operator's namespace,
+    says so): the operator's Enforce scan defers web's moves and evicts nothing, and `respread
+    plan --policy-name` of the policy reads the same ledger and defers the same moves."""
+    scene.zones({"zone-b": 2, "zone-c": 2})
+    scene.deploy("web", 6)
+    scene.ready("web", 6, timeout=180)
+    scene.nodes.create_zones({"zone-a": 2})  # 0/3/3: two moves
+    for i in range(2):
+        scene.nodes.wait_ready(f"{scene.nodes.pool}-zone-a-{i}")
+    hold_in_ledger(scene.core, WorkloadRef(scene.namespace, "Deployment", "web"), "other")
+    operator_factory()
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="Enforce", eviction={"minPodAge": "0s"}):
+        wait_for(lambda: scanned_after(scene.custom, name, 0), 90, "a first scan")
+        started = time.time()
+        kubeconfig = str(e2e_cluster.kubeconfig)
+        result = respread("plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json")
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        status = wait_for(lambda: scanned_after(scene.custom, name, started + 1), 60, "a scan")
+    assert report["policy"] == {"name": name, "mode": "Enforce"}
+    assert report["evictions"] == [] and report["deferred"], report
+    assert without_seconds(steps(report)) == without_seconds(status_steps(status))
+    assert all(
+        s["state"] == "Deferred" and s["reason"].startswith("cooldown: RebalancePolicy other")
+        for s in status_steps(status)
+    ), status_steps(status)
+    assert scene.evictions(mark) == []

@@ -98,14 +98,13 @@ def cases() -> list[Case]:
 def operator_statuses(cluster: str, policy_file: str) -> str:
     """The status the operator writes after its first scan of the cluster and after a second
     scan of the same state 60 s later (its memory carried over), as JSON."""
-    from respread.core.timestamps import parse_rfc3339
+    from respread.core.timestamps import format_rfc3339, parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
     from respread.pipeline import scan
     from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
-    from respread.runtime.scan import rfc3339
 
     state = load_texts([(cluster, Path(cluster).read_text())]).state
     policy = parse_policy(yaml.safe_load(Path(policy_file).read_text())) if policy_file else None
@@ -119,7 +118,7 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
             build_status(
                 computed.report,
                 policy,
-                rfc3339(now),
+                format_rfc3339(now),
                 previous=memory.previous_status,
                 cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
             )

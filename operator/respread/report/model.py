@@ -276,6 +276,8 @@ class ConditionType(StrEnum):
     READY = "Ready"
     SCAN_SUCCEEDED = "ScanSucceeded"
     BALANCED = "Balanced"
+    CACHE_STALE = "CacheStale"  # the scan could not trust the watch cache (report/health.py)
+    SCAN_STALLED = "ScanStalled"  # the scan passed its deadline
 
 
 class ConditionStatus(StrEnum):

@@ -237,15 +237,21 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
 
 
 def failed_scan_status(
-    policy: RebalancePolicy, now: str, error: str, previous: Mapping[str, Any] | None = None
+    policy: RebalancePolicy,
+    now: str,
+    error: str,
+    previous: Mapping[str, Any] | None = None,
+    extra: Sequence[Condition] = (),
 ) -> ConditionsStatus:
-    """A status reporting a failed scan; the last good report stays in place."""
+    """A status reporting a failed scan; the last good report stays in place. `extra`: other
+    conditions this failure sets (report/health.py)."""
     before = stored.conditions(previous)
     conditions = [
         Condition(
             ConditionType.READY, True, "Scanning", "the operator is running; the last scan failed"
         ),
         Condition(ConditionType.SCAN_SUCCEEDED, False, "ScanFailed", error),
+        *extra,
     ]
     ours = {c.type for c in conditions}
     kept = tuple(c for t, c in before.items() if t not in ours)
