@@ -19,7 +19,6 @@ from typing import Any, NoReturn
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import build_index
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
 from respread.core.quantity import QuantityError, units
@@ -38,8 +37,11 @@ from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
 from respread.remedies.evict.ledger import LEDGER, LedgerData
-from respread.report.contract import report_json
-from respread.report.text import render_text
+from respread.report.compact import render_compact
+from respread.report.contract import move_json, report_json
+from respread.report.model import CoverageSection, Report
+from respread.report.move import Context, would_move
+from respread.report.text import move_text, render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -199,8 +201,6 @@ def load_snapshot(
         f"read {len(state.nodes)} nodes and {len(state.pods)} pods from {len(texts)} file(s)",
     )
     warn(result.problems, quiet)
-    if not result.state.nodes and not result.state.pods:
-        _fail("the snapshot holds no Node and no Pod objects")
     return result
 
 
@@ -406,16 +406,8 @@ def _deleting(body: dict[str, Any]) -> bool:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    named = args.policy_name
-    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
-        _fail(
-            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
-            " without --snapshot or --policy"
-        )
-    scope = Scope(read_policy(args.policy))
+    scope = plan_scope(args)
     now = parse_now(args.now)
-    if named is not None:
-        scope = live_scope(args, named)
     scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
     loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
@@ -429,10 +421,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
     note(
         args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
     )
+    warn_coverage(result.report.coverage, args.quiet)
     if args.output == "text":
         emit(None, args.output, render_text(result.report))
+    elif args.output == "compact":
+        emit(None, "text", render_compact(result.report))
     else:
         emit(report_json(result.report), args.output)
+    return plan_exit_code(result.report) if args.exit_code else 0
+
+
+EXIT_VIOLATIONS = 3  # plan --exit-code: violations found (2 is kept for errors)
+EXIT_NOT_CLEAR = 4  # plan --exit-code: none found, but the input was incomplete or empty
+
+
+def plan_exit_code(report: Report) -> int:
+    """`plan --exit-code`: 0 only for an all-clear the scan can vouch for."""
+    if report.violations:
+        return EXIT_VIOLATIONS
+    coverage = report.coverage
+    if coverage.nothing_selected or not coverage.complete:
+        return EXIT_NOT_CLEAR
     return 0
 
 
@@ -489,29 +498,98 @@ def explanation_text(ex: Explanation) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
+    scope = plan_scope(args)
     namespace, name = args.pod.split("/")
     loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
         _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
-    index = build_index(loaded.state, policy)
-    ex = explain_pod(index, pod)
-    emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
+    now = parse_now(args.now)
+    # The plan's own scan, so that the answer is the plan's: the same policy, memory and now.
+    result = scan(
+        loaded.state, scope.policy, now, scope.memory, others=scope.others, recorded=scope.recorded
+    )
+    ex = explain_pod(result.analysis.index, pod)
+    context = Context(
+        result.analysis,
+        result.plan,
+        scope.policy,
+        now,
+        result.memory.evictions.last_eviction,
+        result.held,
+    )
+    answer = would_move(pod, context, ex) if pod.node_name is not None else None
+    data = explanation_dict(ex) | ({"move": move_json(answer)} if answer is not None else {})
+    text = explanation_text(ex) + (move_text(answer) if answer is not None else "")
+    emit(data, args.output, text if args.output == "text" else None)
     return 0
 
 
+def plan_scope(args: argparse.Namespace) -> Scope:
+    """The policy, the other policies and the memory a scan runs with: --policy (or the
+    defaults), or with --policy-name the live policy as the operator scans it."""
+    named = args.policy_name
+    if named is None:
+        return Scope(read_policy(args.policy))
+    if args.kubeconfig is None or args.snapshot or args.policy:
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    return live_scope(args, named)
+
+
 def load_input(args: argparse.Namespace) -> LoadResult:
-    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context); one
+    without a single Node is refused: nothing in it could be counted."""
     if (args.snapshot is None) == (args.kubeconfig is None):
         _fail("give exactly one of --snapshot and --kubeconfig")
     if args.kubeconfig is not None:
-        return load_live(args.kubeconfig, args.quiet, args.context)
-    if args.context is not None:
-        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
-    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        loaded = load_live(args.kubeconfig, args.quiet, args.context)
+        where = "the cluster"
+    else:
+        if args.context is not None:
+            _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        where = "the snapshot"
+    if not loaded.state.nodes:
+        pods = len(loaded.state.pods)
+        _fail(
+            f"{where} holds no Node object ({pods} Pod(s)): no pod can be counted without its "
+            "node; include the nodes (kubectl get nodes,pods,... -A -o yaml)"
+        )
+    return loaded
+
+
+def warn_coverage(coverage: CoverageSection, quiet: bool) -> None:
+    """Pods on nodes the input lacks, by name, and a policy selecting nothing, on stderr (about
+    the input as a whole: "incomplete input:" and "selection:" lines, not about one file)."""
+    if quiet:
+        return
+    lines = [
+        f"incomplete input: pod {p.namespace}/{p.pod} is bound to node {p.node}, which the "
+        "input does not hold: left out of every count"
+        for p in coverage.pods_on_unknown_nodes[:MAX_WARNINGS]
+    ]
+    lost = len(coverage.pods_on_unknown_nodes)
+    if lost > MAX_WARNINGS:
+        lines.append(f"incomplete input: {lost - MAX_WARNINGS} more such pods (not shown)")
+    if lost:
+        lines.append(
+            f"incomplete input: {len(coverage.incomplete_groups)} constraint group(s) are "
+            "counted without them: their results are incomplete"
+        )
+    if coverage.nothing_selected:
+        lines.append(f"selection: the policy selects no pod: {coverage.nothing_selected}")
+    elif coverage.missing_namespaces:
+        lines.append(
+            "selection: namespace(s) selected by name do not exist: "
+            + ", ".join(coverage.missing_namespaces)
+        )
+    for line in lines:
+        print(f"respread: warning: {printable(line)}", file=sys.stderr)
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:
@@ -583,7 +661,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE",
         help="only this namespace's workloads (in place of the policy's namespaces)",
     )
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml", "compact"),
+        default="text",
+        help="text (default), json or yaml (the report contract), compact (a line per violation)",
+    )
+    p.add_argument(
+        "--exit-code",
+        action="store_true",
+        help=f"exit {EXIT_VIOLATIONS} when violations are found, {EXIT_NOT_CLEAR} when none are "
+        "but the input was incomplete or the policy selects no pod (2 stays for errors)",
+    )
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
     p.add_argument(
@@ -595,7 +685,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_plan)
 
-    e = sub.add_parser("explain", help="show how the scheduler judges one pod on every node")
+    e = sub.add_parser(
+        "explain",
+        help="show how the scheduler judges one pod on every node, and whether respread would "
+        "move it",
+    )
     e.add_argument(
         "--snapshot",
         action="append",
@@ -604,7 +698,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
     e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
-    e.add_argument("--policy", metavar="FILE")
+    e.add_argument(
+        "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
+    )
+    e.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: answer as the operator would for RebalancePolicy NAME",
+    )
+    e.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
+    )
+    e.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")

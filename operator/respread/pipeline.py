@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
+from respread.analysis.coverage import coverage_of
 from respread.analysis.groups import Analysis, WorkloadRef, analyze
 from respread.core.collector import gc_paused
 from respread.core.model import ClusterState
@@ -36,9 +37,9 @@ from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
-from respread.report.changes import Changes, changes
+from respread.report.changes import Before, Changes, changes, scope_left
 from respread.report.model import Report, WorkloadHistory
-from respread.report.stored import remembered
+from respread.report.stored import remembered, scanned_generation, still_true
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,12 @@ class Memory:
     # Hold workloads back in Enforce (a replacement not Ready yet, a back-off), as the operator
     # does from one scan to the next; a one-off plan holds nothing.
     holds: bool = False
+    # What the Events of the next scan compare with: the policy's generation scanned (a
+    # violation gone after a change of spec left the scope rather than being resolved),
+    # whether the policy selected pods and whether every pod was on a known node.
+    generation: int | None = None
+    selected: bool = True
+    complete: bool = True
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> Memory:
@@ -73,7 +80,15 @@ class Memory:
             if w.backoff_until is not None:
                 until[ref] = w.backoff_until
         causes = {key: Attribution(c, m) for key, (c, m) in known.causes.items()}
-        return cls(EvictionHistory(last, pending, level, until), None, causes, holds=True)
+        return cls(
+            EvictionHistory(last, pending, level, until),
+            None,
+            causes,
+            holds=True,
+            generation=scanned_generation(status),
+            selected=still_true(status, "PodsSelected"),
+            complete=still_true(status, "InputComplete"),
+        )
 
     def histories(self) -> list[WorkloadHistory]:
         """Every workload the eviction history knows something about (`status.cooldowns`)."""
@@ -112,6 +127,7 @@ class Scan:
     report: Report
     changes: Changes  # violations found and resolved since the memory's scan
     memory: Memory  # for the next scan
+    held: Mapping[WorkloadRef, str] = field(default_factory=dict)  # workloads held back, why
 
 
 def scan(
@@ -144,6 +160,7 @@ def _scan(
     recorded: LedgerData,
 ) -> Scan:
     analysis = analyze(state, policy)
+    covered = coverage_of(analysis, policy)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
     held = _held(state, analysis, policy, now, memory=memory, history=history, recorded=recorded)
     evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
@@ -152,11 +169,35 @@ def _scan(
     chosen = defer_surged(chosen, surge.busy)
     costs = hold_costs(_costs(analysis, policy, others, memo), surge.busy)
     report = build_report(
-        analysis, chosen, policy, memory.previous, costs, surge=surge, carried=memory.causes
+        analysis,
+        chosen,
+        policy,
+        memory.previous,
+        costs,
+        surge=surge,
+        carried=memory.causes,
+        coverage=covered,
     )
-    after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
-    changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown
-    return Scan(analysis, chosen, surge, costs, report, changed, after)
+    after = Memory(
+        history,
+        PreviousScan.of(analysis),
+        _causes(report),
+        memory.holds,
+        generation=policy.generation,
+        selected=not covered.nothing_selected,
+        complete=not covered.pods_on_unknown_nodes,
+    )
+    changed = _changes(report, analysis, policy, memory)
+    return Scan(analysis, chosen, surge, costs, report, changed, after, held)
+
+
+def _changes(
+    report: Report, analysis: Analysis, policy: RebalancePolicy, memory: Memory
+) -> Changes:
+    """What changed since the memory's scan: every violation, not just those shown."""
+    respecified = memory.generation is not None and memory.generation != policy.generation
+    before = Before(frozenset(memory.causes), memory.generation, memory.selected, memory.complete)
+    return changes(report, before, scope_left(analysis, policy, respecified))
 
 
 def _held(

@@ -383,7 +383,13 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
         # No eviction can help: a replacement could only go to zone-a, whose node is cordoned.
         assert v["fixable"] is False, v
         assert st["summary"]["plannedEvictions"] == 0, st
-        assert conditions(st) == {"Ready": "True", "ScanSucceeded": "True", "Balanced": "False"}
+        assert conditions(st) == {
+            "Ready": "True",
+            "ScanSucceeded": "True",
+            "Balanced": "False",
+            "InputComplete": "True",
+            "PodsSelected": "True",
+        }
 
         # The cordon lifted, the scheduler places the replacements in zone-a by itself.
         fake_nodes.uncordon(spare)
@@ -451,6 +457,8 @@ def test_an_apiserver_outage_fails_scans_but_the_operator_keeps_running_and_resu
             "ScanSucceeded": "True",
             "Balanced": "False",
             "CacheStale": "False",
+            "InputComplete": "True",
+            "PodsSelected": "True",
         }
         scan_succeeded = next(c for c in after["conditions"] if c["type"] == "ScanSucceeded")
         assert scan_succeeded["reason"] == "ScanCompleted"

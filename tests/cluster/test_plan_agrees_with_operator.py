@@ -3,10 +3,11 @@
 Both run the one pipeline (respread.pipeline.scan); the command line seeds P's memory from its
 status, as a newly elected leader does. On the same cluster state the two must agree: the
 same violations (keys, skew, domains, cause and its message) and the same planned and deferred
-evictions. The cause is a scale-down the operator saw between two of its scans, carried by its
-memory after the evidence is gone: the command line, which saw no scale-down, says the same
-only because it reads that memory back. For an Enforce policy both read the eviction ledger
-too (another policy's recent evictions), and defer the same moves.
+evictions. The cause is a scale-down that no change between the operator's last two scans shows
+any more, but the Deployment's objects still do (its generation above its revision): causes come
+from the objects first (analysis/causes.py), so the operator, the command line with the
+policy's memory and the command line without it all say the same. For an Enforce policy both
+read the eviction ledger too (another policy's recent evictions), and defer the same moves.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def respread(*args: str) -> subprocess.CompletedProcess[str]:
 
 def digest(v: Mapping[str, Any]) -> dict[str, Any]:
     """A report violation as the status lists it: key, skew, domains (count, fullest,
-    emptiest), cause and message."""
+    emptiest), cause and message, verdict."""
     domains: Mapping[str, int] = v["domains"]
     fullest = max(domains.items(), key=lambda kv: (kv[1], kv[0]))
     emptiest = min(domains.items(), key=lambda kv: (kv[1], kv[0]))
@@ -90,6 +91,7 @@ def digest(v: Mapping[str, Any]) -> dict[str, Any]:
         "cause": v["cause"],
         "causeMessage": v["causeMessage"],
         "fixable": v["fixable"],
+        "verdict": v["verdict"],
         "message": v["message"],
     }
 
@@ -169,15 +171,18 @@ def test_plan_with_policy_name_agrees_with_the_operator(
             return len(current) == 6 and all(map(pod_is_ready, current)) and counts["zone-a"] == 0
 
         wait_for(settled, 90, "0/3/3: zone-a's pods gone, nothing terminating")
-        # Two scans after that: the last one's previous scan saw 6 pods too, so the operator has
-        # no evidence of the scale-down left but its memory.
+        # Two scans after that: the last one's previous scan saw 6 pods too, so no change
+        # between scans shows the scale-down; the Deployment does (generation 2 above revision
+        # 1), and the cause comes from the objects first, for the operator and the CLI alike.
         after = time.time()
         wait_for(lambda: scanned_after(custom, name, after), 60, "a scan of 0/3/3")
         later = time.time()
         status = wait_for(lambda: scanned_after(custom, name, later), 60, "one more scan")
         (violation,) = status["violations"]
         assert violation["cause"] == "ScaleDown", violation
-        assert "went from 9 to" in violation["causeMessage"], violation
+        assert "spec changed 1 time(s) without a new template revision" in (
+            violation["causeMessage"]
+        ), violation
 
         kubeconfig = str(e2e_cluster.kubeconfig)
         started = time.time()
@@ -195,7 +200,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         assert report["summary"]["violations"] == status["summary"]["violations"] == 1
         assert report["summary"]["plannedEvictions"] == status["summary"]["plannedEvictions"]
 
-        # Without the policy's memory the same state shows no evidence of a scale-down.
+        # Without the policy's memory: the same cause, from the same objects.
         policy_file = tmp_path / "policy.json"
         policy_file.write_text(
             json.dumps(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
@@ -205,7 +210,10 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         )
         assert fresh.returncode == 0, fresh.stderr
         (alone,) = json.loads(fresh.stdout)["violations"]
-        assert alone["cause"] == "Unknown", alone
+        assert (alone["cause"], alone["causeMessage"]) == (
+            "ScaleDown",
+            violation["causeMessage"],
+        ), alone
         assert steps(json.loads(fresh.stdout)) == steps(report)
     finally:
         delete_policy(custom, name)

@@ -219,3 +219,24 @@ def test_no_crd_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_policy_missing_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="RebalancePolicy 'nope' not found at " + SERVER):
         policy_scope([policy("p")], "nope", SERVER)
+
+
+def test_explain_answers_as_the_operator_would_for_the_policy_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ReplicaSet had an eviction a minute before NOW: with the policy's memory the pod
+    waits for the cooldown (with its end); with the defaults and no memory it goes now."""
+    cluster(monkeypatch, lambda: [remembering("p")])
+    argv = ["explain", "--kubeconfig", "k", "--now", NOW, "-q", "-o", "json", "shop/web-1"]
+    assert main([*argv, "--policy-name", "p"]) == 0
+    move = json.loads(capsys.readouterr().out)["move"]
+    assert move["verdict"] == "Later"
+    cooldown = next(r for r in move["reasons"] if r["kind"] == "Cooldown")
+    assert cooldown["until"] == "2026-11-22T10:09:00Z"
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["move"] == {
+        "verdict": "Now",
+        "step": 1,
+        "predictedNode": "n2",
+        "reasons": [],
+    }

@@ -20,6 +20,20 @@ _WORKLOAD: dict[str, Any] = {
     "type": "object",
 }
 
+_POLICY: dict[str, Any] = {
+    "description": "As in a pod's topologySpreadConstraints.",
+    "enum": ["Honor", "Ignore"],
+    "type": "string",
+}
+
+_ITEMS_MAX_SKEW_OR_MIN_DOMAINS: dict[str, Any] = {
+    "description": "As in a pod's topologySpreadConstraints.",
+    "format": "int32",
+    "maximum": 2147483647,
+    "minimum": 1,
+    "type": "integer",
+}
+
 _SELECTOR_FIELDS: dict[str, Any] = {
     "matchExpressions": {
         "items": {
@@ -73,40 +87,28 @@ SCHEMA: dict[str, Any] = {
                             "items": {
                                 "properties": {
                                     "labelSelector": {
+                                        "description": "Not allowed: a default constraint takes its selector from the pod's workload.",
                                         "type": "object",
                                         "x-kubernetes-preserve-unknown-fields": True,
                                     },
                                     "matchLabelKeys": {
+                                        "description": "Not allowed (it needs labelSelector); an empty list is accepted.",
                                         "items": {"maxLength": 317, "type": "string"},
                                         "maxItems": 32,
                                         "type": "array",
                                     },
-                                    "maxSkew": {
-                                        "format": "int32",
-                                        "maximum": 2147483647,
-                                        "minimum": 1,
-                                        "type": "integer",
-                                    },
-                                    "minDomains": {
-                                        "format": "int32",
-                                        "maximum": 2147483647,
-                                        "minimum": 1,
-                                        "type": "integer",
-                                    },
-                                    "nodeAffinityPolicy": {
-                                        "enum": ["Honor", "Ignore"],
-                                        "type": "string",
-                                    },
-                                    "nodeTaintsPolicy": {
-                                        "enum": ["Honor", "Ignore"],
-                                        "type": "string",
-                                    },
+                                    "maxSkew": _ITEMS_MAX_SKEW_OR_MIN_DOMAINS,
+                                    "minDomains": _ITEMS_MAX_SKEW_OR_MIN_DOMAINS,
+                                    "nodeAffinityPolicy": _POLICY,
+                                    "nodeTaintsPolicy": _POLICY,
                                     "topologyKey": {
+                                        "description": "As in a pod's topologySpreadConstraints.",
                                         "maxLength": 317,
                                         "minLength": 1,
                                         "type": "string",
                                     },
                                     "whenUnsatisfiable": {
+                                        "description": "As in a pod's topologySpreadConstraints.",
                                         "enum": ["DoNotSchedule", "ScheduleAnyway"],
                                         "type": "string",
                                     },
@@ -249,7 +251,11 @@ SCHEMA: dict[str, Any] = {
                             "default": {},
                             "description": "Keep controller.kubernetes.io/pod-deletion-cost on the pods of Deployments and ReplicaSets so that the next scale-in removes pods in an order that keeps every hard spread constraint within maxSkew. StatefulSets, DaemonSets and bare pods are never given costs.",
                             "properties": {
-                                "enabled": {"default": False, "type": "boolean"},
+                                "enabled": {
+                                    "default": False,
+                                    "description": "Turn deletion-cost ordering on.",
+                                    "type": "boolean",
+                                },
                                 "maxPatchesPerScan": {
                                     "default": 50,
                                     "description": "At most this many pod patches per scan.",
@@ -279,7 +285,11 @@ SCHEMA: dict[str, Any] = {
                                     "description": "Also surge Deployments a HorizontalPodAutoscaler targets.",
                                     "type": "boolean",
                                 },
-                                "enabled": {"default": False, "type": "boolean"},
+                                "enabled": {
+                                    "default": False,
+                                    "description": "Turn surge moves on.",
+                                    "type": "boolean",
+                                },
                                 "maxSurge": {
                                     "default": 3,
                                     "description": "At most this many extra replicas per Deployment.",
@@ -309,6 +319,7 @@ SCHEMA: dict[str, Any] = {
                 },
                 "report": {
                     "default": {},
+                    "description": "How much the status holds.",
                     "properties": {
                         "maxItems": {
                             "default": 20,
@@ -325,6 +336,7 @@ SCHEMA: dict[str, Any] = {
                     "description": "When to scan: every `interval` (a Go duration, at least 10s) or on a five-field `cron` expression. Exactly one of the two.",
                     "properties": {
                         "cron": {
+                            "description": "Five fields (minute hour day-of-month month day-of-week), read as cron(8) reads them, in UTC.",
                             "maxLength": 128,
                             "type": "string",
                             "x-kubernetes-validations": [
@@ -339,6 +351,7 @@ SCHEMA: dict[str, Any] = {
                             ],
                         },
                         "interval": {
+                            "description": "A Go duration (90s, 5m, 1h30m), at least 10s.",
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
@@ -365,6 +378,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "namespaces": {
                             "default": {},
+                            "description": "Namespaces selected by name.",
                             "properties": {
                                 "exclude": {
                                     "default": ["kube-system"],
@@ -479,7 +493,17 @@ SCHEMA: dict[str, Any] = {
                     },
                     "type": "object",
                 },
+                "evictedTotal": {
+                    "description": "Evictions performed since the policy was created (each scan adds its own; summary.evicted holds the last scan's).",
+                    "minimum": 0,
+                    "type": "integer",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
+                "nextEvictionTime": {
+                    "description": "When the first eviction left for later by the cooldown or a back-off is due; absent when none waits for one.",
+                    "format": "date-time",
+                    "type": "string",
+                },
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "plan": {
                     "description": "The evictions of the last scan, in order, then those left for later.",
@@ -531,11 +555,21 @@ SCHEMA: dict[str, Any] = {
                         "evicted": {"minimum": 0, "type": "integer"},
                         "failed": {"minimum": 0, "type": "integer"},
                         "nodes": {"minimum": 0, "type": "integer"},
+                        "partlyFixable": {
+                            "description": "Violations eviction reduces but cannot fix; not counted in unfixable.",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
                         "plannedEvictions": {"minimum": 0, "type": "integer"},
                         "pods": {"minimum": 0, "type": "integer"},
                         "skipped": {"minimum": 0, "type": "integer"},
                         "unfixable": {"minimum": 0, "type": "integer"},
                         "violations": {"minimum": 0, "type": "integer"},
+                        "waiting": {
+                            "description": "Violations eviction fixes once holds lift (minPodAge, budgets whose pods are not all healthy yet); not counted in unfixable.",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
                     },
                     "type": "object",
                 },
@@ -576,6 +610,7 @@ SCHEMA: dict[str, Any] = {
                                     "NodeLoss",
                                     "NodeAdded",
                                     "RollingUpdate",
+                                    "TooFewDomains",
                                     "Unknown",
                                 ],
                                 "type": "string",
@@ -593,6 +628,10 @@ SCHEMA: dict[str, Any] = {
                             "fixable": {"type": "boolean"},
                             "fromDefaultConstraints": {"type": "boolean"},
                             "globalMinimum": {"type": "integer"},
+                            "incomplete": {
+                                "description": "Present and true when the group was counted without pods bound to nodes the scan does not know (condition InputComplete).",
+                                "type": "boolean",
+                            },
                             "maxSkew": {"type": "integer"},
                             "message": {"maxLength": 1024, "type": "string"},
                             "minDomains": {"type": "integer"},
@@ -607,6 +646,11 @@ SCHEMA: dict[str, Any] = {
                             "since": {"format": "date-time", "type": "string"},
                             "skew": {"type": "integer"},
                             "topologyKey": {"maxLength": 317, "type": "string"},
+                            "verdict": {
+                                "description": "The one verdict the plan, the remedies and the summary share: Fixable (evictions now and in later runs fix it), Waiting (they will once minPodAge or a budget's unhealthy pods stop holding its pods), PartlyFixable (they leave fewer pods misplaced, not none) or NotFixable.",
+                                "enum": ["Fixable", "Waiting", "PartlyFixable", "NotFixable"],
+                                "type": "string",
+                            },
                             "violatingPods": {"type": "integer"},
                             "violatingPodsAfterRun": {"type": "integer"},
                             "whenUnsatisfiable": {

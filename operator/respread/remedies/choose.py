@@ -16,10 +16,17 @@ from typing import Final
 from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.order import ORDERED_KINDS, CostPlan
-from respread.remedies.evict.planner import Outcome, Plan, StepState
+from respread.remedies.evict.planner import Outcome, Plan, StepState, Verdict
 from respread.remedies.surge.plan import SurgeReport
 
 EVICTION_OFF: Final = "spec.remediation.evict is false"
+# Whether eviction applies to a violation of each verdict, and why (one verdict: the plan's).
+EVICT_BY_VERDICT: Final = {
+    Verdict.FIXABLE: (True, "evicting the misplaced pods fixes it"),
+    Verdict.PARTLY_FIXABLE: (True, "evicting pods leaves fewer misplaced; it cannot fix it all"),
+    Verdict.WAITING: (False, "eviction fixes it once its pods' holds lift (see message)"),
+    Verdict.NOT_FIXABLE: (False, "eviction cannot fix it (see message)"),
+}
 SURGE_HOLDS: Final = "a surge move holds this Deployment (spec.remediation.surge)"
 
 
@@ -140,17 +147,10 @@ def remedies(
 ) -> tuple[RemedyVerdict, ...]:
     """Each remedy for one violation: allowed, applicable, and why."""
     kind = outcome.group.workload.kind
-    evict_applies = outcome.fixable
+    evict_applies, evict_reason = EVICT_BY_VERDICT[outcome.verdict]
     cost_applies = kind in ORDERED_KINDS
     return (
-        RemedyVerdict(
-            Remedy.EVICT,
-            policy.remediation.evict,
-            evict_applies,
-            "evicting the misplaced pods fixes it"
-            if evict_applies
-            else "eviction cannot fix it (see message)",
-        ),
+        RemedyVerdict(Remedy.EVICT, policy.remediation.evict, evict_applies, evict_reason),
         RemedyVerdict(
             Remedy.DELETION_COST,
             policy.remediation.deletion_cost.enabled,

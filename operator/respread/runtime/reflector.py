@@ -9,7 +9,7 @@ cache is marked suspect, so the next scan verifies it.
 
 Why not kopf: kopf handles every object as a resource with its own worker task, queue, memory
 and logger, which costs about 30 KB per pod at rest and delays the first report by minutes on a
-large cluster (docs/scale.md has the figures). kopf still serves the policies, probes and login.
+large cluster (docs/dev/scale.md has the figures). kopf still serves the policies, probes and login.
 
 While a listing arrives the cyclic garbage collector is paused (records are acyclic; full
 collections over a growing heap would walk every record again and again); once the first

@@ -183,7 +183,8 @@ class LandingPredictor:
         return levels
 
     def _refusal(self, refused: dict[str, int]) -> str:
-        """Node counts by reason, most first; ties in the order the nodes are listed."""
+        """The nodes refused, counted by reason ('topology spread: 2 node(s); ...'), most first;
+        ties in the order the nodes are listed."""
         sets = self.node_sets
         counted = [(why, nodes.bit_count(), nodes) for why, nodes in refused.items() if nodes]
         ties = Counter(n for _, n, _ in counted)
@@ -193,4 +194,4 @@ class LandingPredictor:
             first = min(sets.position[r] for r in sets.ranks(nodes)) if ties[n] > 1 else 0
             return (-n, first)
 
-        return ", ".join(f"{n} {why}" for why, n, _ in sorted(counted, key=order))
+        return "; ".join(f"{why}: {n} node(s)" for why, n, _ in sorted(counted, key=order))

@@ -17,7 +17,7 @@ from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
-from respread.report.changes import change_events, changes
+from respread.report.changes import Before, change_events, changes
 from respread.report.model import Violation
 from respread.runtime import cache as cache_module
 from respread.runtime import enforcing, policy_events
@@ -327,7 +327,7 @@ def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
     scanned = report([found(name) for name in current])
-    events = change_events(changes(scanned, frozenset(key(k) for k in known)))
+    events = change_events(changes(scanned, Before(frozenset(key(k) for k in known))))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]

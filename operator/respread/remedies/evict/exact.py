@@ -60,9 +60,7 @@ def exact_plan(inputs: PlanInputs, greedy: Plan, limit: int) -> Plan:
             if wider.moves is not None or not wider.complete:
                 found = wider
     if found.moves is None:
-        return replace(
-            greedy, method_note=_search_note(found, balanced, movable, greedy_moves, bound)
-        )
+        return replace(greedy, method_note=_search_note(found, balanced, movable, greedy_moves))
     return sequence_plan(
         inputs,
         sequence=[movable[i] for i in found.moves],
@@ -72,20 +70,25 @@ def exact_plan(inputs: PlanInputs, greedy: Plan, limit: int) -> Plan:
     )
 
 
-def _search_note(
-    found: Found, balanced: bool, movable: Movable, greedy_moves: int, bound: int
-) -> str:
+def _search_note(found: Found, balanced: bool, movable: Movable, greedy_moves: int) -> str:
     """How a search that found nothing better went, one line."""
     if not found.complete:
         return f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
     if balanced:
         return (
-            f"greedy; an exhaustive search over {len(movable)} movable pods found "
-            f"no plan with fewer than {greedy_moves} eviction(s)"
+            f"greedy: {greedy_moves} eviction(s) in all, this run's and later runs' "
+            f"together, the fewest there are (an exhaustive search over {len(movable)} "
+            "movable pods found no plan with fewer)"
+        )
+    if not movable:
+        return (
+            "greedy: no plan balances every group (no pod that counts may be evicted now: "
+            "each is protected, too young or refused by its budget; see the pods not "
+            "evicted)"
         )
     return (
-        f"greedy; an exhaustive search over {len(movable)} movable pods found no plan "
-        f"that balances every group within {bound} eviction(s)"
+        "greedy: no plan balances every group (an exhaustive search found none among "
+        f"the evictions of {len(movable)} movable pods)"
     )
 
 

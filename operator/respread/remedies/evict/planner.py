@@ -36,14 +36,17 @@ keeping or undoing them, and chooses between it and the exact one.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
 from respread.analysis.tally import fails
 from respread.core.model import Pod
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict import victims
+from respread.remedies.evict.evictor import EvictionGate, Hold, HoldKind
 from respread.remedies.evict.exact import exact_plan
 from respread.remedies.evict.simulation import (
     Outcome,
@@ -57,7 +60,7 @@ from respread.remedies.evict.simulation import (
     finish,
     violated_order,
 )
-from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState
+from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState, Verdict
 from respread.remedies.evict.victims import FOREIGN_TRIALS
 
 __all__ = [
@@ -68,6 +71,7 @@ __all__ = [
     "Skip",
     "SkipKind",
     "StepState",
+    "Verdict",
     "domains_needed",
     "plan",
 ]
@@ -91,10 +95,18 @@ def plan(
     The greedy planner plans every problem. Where the violated workloads, and the workloads
     their selectors count, hold at most ``EXACT_MOVABLE`` movable pods, an exhaustive search
     looks for fewer evictions that leave every group balanced; its plan is used when it is
-    smaller than the greedy one, or balances what the greedy one does not."""
+    smaller than the greedy one, or balances what the greedy one does not.
+
+    A group the plan leaves unbalanced is Waiting (``Outcome.waiting_for``) when the greedy
+    planner, with every hold lifted (minPodAge, budgets whose pods are not all healthy yet),
+    balances it."""
     inputs = PlanInputs(analysis, policy, now, history or {}, held or {})
+    return _with_waits(_plan(inputs), inputs)
+
+
+def _plan(inputs: PlanInputs) -> Plan:
     greedy = _greedy_plan(inputs)
-    violations = analysis.violations
+    violations = inputs.analysis.violations
     if not violations:
         return greedy
     if sum(g.members.count for g in violations) > 4 * EXACT_MOVABLE:  # before a copy
@@ -105,9 +117,53 @@ def plan(
     return exact_plan(inputs, greedy, EXACT_MOVABLE)
 
 
-def _greedy_plan(inputs: PlanInputs) -> Plan:
+def _with_waits(found: Plan, inputs: PlanInputs) -> Plan:
+    """The plan with each unbalanced group that only holds keep from balance marked Waiting."""
+    unfixable = {o.group.workload for o in found.outcomes if not o.fixable}
+    if not unfixable:
+        return found
+    gate = EvictionGate(inputs.policy, inputs.analysis.index.state.budgets, inputs.held)
+    holds: dict[WorkloadRef, list[Hold]] = defaultdict(list)
+    for skip in found.skipped:
+        if skip.workload not in unfixable:
+            continue
+        hold = gate.hold(skip.pod, inputs.now)
+        if hold is not None:
+            holds[skip.workload].append(hold)
+    if not any(not o.fixable and holds[o.group.workload] for o in found.outcomes):
+        return found
+    lifted = _greedy_plan(inputs, lift_holds=True)
+    balanced = {(o.group.members, o.group.index) for o in lifted.outcomes if o.fixable}
+    outcomes = []
+    for o in found.outcomes:
+        waits = holds[o.group.workload]
+        if o.fixable or not waits or (o.group.members, o.group.index) not in balanced:
+            outcomes.append(o)
+            continue
+        waiting_for = holds_text(waits)
+        message = f"waiting: eviction fixes it once these holds lift: {waiting_for}"
+        outcomes.append(replace(o, waiting_for=waiting_for, message=message))
+    return replace(found, outcomes=tuple(outcomes))
+
+
+def holds_text(holds: list[Hold]) -> str:
+    """The holds on a group's pods, one line: 'minPodAge: 2 pod(s) too young, the first old
+    enough at T; PodDisruptionBudget web allows no disruption (...), until its pods are
+    healthy'."""
+    parts = []
+    young = sorted(h.until for h in holds if h.kind is HoldKind.MIN_POD_AGE and h.until)
+    if young:
+        parts.append(
+            f"minPodAge: {len(young)} pod(s) too young, the first old enough at "
+            f"{format_rfc3339(young[0])}"
+        )
+    parts.extend(sorted({h.reason for h in holds if h.kind is HoldKind.BUDGET}))
+    return "; ".join(parts)
+
+
+def _greedy_plan(inputs: PlanInputs, *, lift_holds: bool = False) -> Plan:
     analysis = inputs.analysis
-    sim = inputs.simulation()
+    sim = inputs.simulation(lift_holds=lift_holds)
     order = violated_order(sim, analysis)
     planned = _run(inputs.passing(sim, True), order)
     run_end = RunEnd.of(sim, analysis)

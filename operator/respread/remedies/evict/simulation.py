@@ -21,7 +21,7 @@ from respread.analysis.tally import SimCounts
 from respread.core.model import Node, Pod, PodName
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.evict.evictor import EvictionGate
-from respread.remedies.evict.steps import Move, Skip, SkipKind
+from respread.remedies.evict.steps import Move, Skip, SkipKind, Verdict
 from respread.scheduling.landing import LandingPredictor
 from respread.scheduling.spread import SpreadIndex
 
@@ -34,10 +34,21 @@ class Outcome:
     violating_after_run: int  # after this run's planned moves
     violating_after_all: int  # after the deferred moves too
     message: str
+    waiting_for: str = ""  # the holds whose lifting lets eviction fix it (verdict Waiting)
 
     @property
     def fixable(self) -> bool:
         return self.violating_after_all == 0
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.fixable:
+            return Verdict.FIXABLE
+        if self.waiting_for:
+            return Verdict.WAITING
+        if self.violating_after_all < self.group.violating:
+            return Verdict.PARTLY_FIXABLE
+        return Verdict.NOT_FIXABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +100,8 @@ class PlanInputs:
     history: Mapping[WorkloadRef, float]
     held: Mapping[WorkloadRef, str]
 
-    def simulation(self) -> Simulation:
-        return Simulation(self.analysis, self.policy, self.held)
+    def simulation(self, *, lift_holds: bool = False) -> Simulation:
+        return Simulation(self.analysis, self.policy, self.held, lift_holds=lift_holds)
 
     def passing(self, sim: Simulation, within_limits: bool) -> Pass:
         return Pass(sim, within_limits, self.now, self.history)
@@ -105,12 +116,14 @@ class Simulation:
         analysis: Analysis,
         policy: RebalancePolicy,
         held: Mapping[WorkloadRef, str] | None = None,
+        *,
+        lift_holds: bool = False,
     ) -> None:
         self.index: SpreadIndex = analysis.index
         self.policy = policy
         state = self.index.state
         self.counts = SimCounts(analysis, policy.constraints.when_unsatisfiable)
-        self.gate = EvictionGate(policy, state.budgets, held)
+        self.gate = EvictionGate(policy, state.budgets, held, lift_holds=lift_holds)
         self.landing = LandingPredictor(state.nodes, state.pods, policy.eviction.require_fit)
         self.moved: set[PodName] = set()  # pods already moved (their replacements stay put)
         self.skipped: dict[PodName, Skip] = {}
@@ -403,15 +416,30 @@ def _message(group: Group, remaining: int, skips: list[Skip]) -> str:
             f"{group.violating} pod(s) placed against {c.key} maxSkew {c.max_skew}; "
             f"fixable by eviction (at least {group.minimum_moves} move(s))"
         )
+    prefix, why = _not_fixable(group, counts, remaining, skips)
+    if remaining < group.violating:
+        return (
+            f"partly fixable by eviction: {group.violating} misplaced pod(s) now, {remaining} "
+            f"after every eviction this run and later runs plan; the rest are not: {why}"
+        )
+    return f"{prefix}: {why}"
+
+
+def _not_fixable(
+    group: Group, counts: list[int], remaining: int, skips: list[Skip]
+) -> tuple[str, str]:
+    """Why eviction leaves misplaced pods: not at all (the domains cannot hold the pods within
+    maxSkew), or not now (the pods that would have to move, or what is left)."""
+    c = group.constraint
     if minimum_moves(counts, c.max_skew, c.min_domains) is None:
         extra, moves = domains_needed(counts, c.max_skew, c.min_domains)
-        return (
-            f"not fixable by eviction: {sum(counts)} pods at maxSkew {c.max_skew} over "
+        return "not fixable by eviction", (
+            f"{sum(counts)} pods at maxSkew {c.max_skew} over "
             f"{len(counts)} eligible {c.key} domain(s) (minDomains {c.min_domains}); needs "
             f"{extra} more eligible domain(s), then {moves} move(s) would fix it"
         )
     if skips:
         kinds = Counter(s.reason for s in skips)
         reason, n = kinds.most_common(1)[0]
-        return f"not fixable by eviction now: {n} pod(s) that would have to move: {reason}"
-    return f"not fixable by eviction now: {remaining} pod(s) still placed against {c.key}"
+        return "not fixable by eviction now", f"{n} pod(s) that would have to move: {reason}"
+    return "not fixable by eviction now", f"{remaining} pod(s) still placed against {c.key}"
