@@ -180,8 +180,8 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         status = wait_for(lambda: scanned_after(custom, name, later), 60, "one more scan")
         (violation,) = status["violations"]
         assert violation["cause"] == "ScaleDown", violation
-        assert "spec changed 1 time(s) without a new template revision" in (
-            violation["causeMessage"]
+        assert (
+            "spec changed 1 time(s) without a new template revision" in (violation["causeMessage"])
         ), violation
 
         kubeconfig = str(e2e_cluster.kubeconfig)

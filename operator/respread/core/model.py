@@ -277,6 +277,11 @@ class Pod:
         return self.phase in FINISHED
 
 
+# A pod's identity in a snapshot: (namespace, name). The planners key the pods they moved or
+# skipped by it; written out where used (a property costs a call on the planner's hot paths).
+PodName = tuple[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str

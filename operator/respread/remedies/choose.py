@@ -95,8 +95,12 @@ def hold_costs(costs: CostPlan | None, busy: frozenset[WorkloadRef]) -> CostPlan
     """The deletion-cost plan without writes to the pods of workloads a surge holds."""
     if costs is None or not busy:
         return costs
-    held = {id(e.pod) for o in costs.orders if o.workload in busy for e in o.pods}
-    return replace(costs, patches=tuple(p for p in costs.patches if id(p.pod) not in held))
+    held = {
+        (e.pod.namespace, e.pod.name) for o in costs.orders if o.workload in busy for e in o.pods
+    }
+    return replace(
+        costs, patches=tuple(p for p in costs.patches if (p.pod.namespace, p.pod.name) not in held)
+    )
 
 
 def surge_verdict(
@@ -109,32 +113,33 @@ def surge_verdict(
         return RemedyVerdict(
             Remedy.SURGE, enabled, False, f"a {workload.kind} is not surged (Deployments only)"
         )
-    if surge is not None:
-        for f in surge.in_flight:
-            if f.workload == workload:
-                return RemedyVerdict(
-                    Remedy.SURGE,
-                    enabled,
-                    True,
-                    f"a surge is in flight ({f.operation.phase.value}, "
-                    f"{f.operation.original} -> {f.operation.target} replicas)",
-                )
-        for p in surge.plans:
-            if p.workload == workload:
-                return RemedyVerdict(
-                    Remedy.SURGE,
-                    enabled,
-                    True,
-                    f"scaling {p.original} -> {p.original + p.surge} and back fixes it",
-                )
-        for sk in surge.skips:
-            if sk.workload == workload:
-                return RemedyVerdict(Remedy.SURGE, enabled, False, sk.reason)
+    found = None if surge is None else _surge_of(surge, workload)
+    if found is not None:
+        applicable, reason = found
+        return RemedyVerdict(Remedy.SURGE, enabled, applicable, reason)
     if not enabled:
         return RemedyVerdict(
             Remedy.SURGE, False, False, "not evaluated (spec.remediation.surge.enabled is false)"
         )
     return RemedyVerdict(Remedy.SURGE, True, False, "no surge planned")
+
+
+def _surge_of(surge: SurgeReport, workload: WorkloadRef) -> tuple[bool, str] | None:
+    """What the surge report says of the workload: a surge in flight or planned (applicable),
+    or why none is (a skip); None when it says nothing of it."""
+    for f in surge.in_flight:
+        if f.workload == workload:
+            op = f.operation
+            return True, (
+                f"a surge is in flight ({op.phase.value}, {op.original} -> {op.target} replicas)"
+            )
+    for p in surge.plans:
+        if p.workload == workload:
+            return True, f"scaling {p.original} -> {p.original + p.surge} and back fixes it"
+    for sk in surge.skips:
+        if sk.workload == workload:
+            return False, sk.reason
+    return None
 
 
 def remedies(

@@ -18,7 +18,8 @@ from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
 from respread.remedies.evict.steps import SkipKind, Verdict
-from respread.remedies.surge.plan import InFlight, SurgePlan, SurgeReport, SurgeSkip
+from respread.remedies.surge.advance import InFlight
+from respread.remedies.surge.plan import SurgePlan, SurgeReport, SurgeSkip
 from respread.report.model import (
     CostEntry,
     CostExcluded,

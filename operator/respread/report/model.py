@@ -19,7 +19,8 @@ from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import OrderState
 from respread.remedies.evict.steps import SkipKind, Verdict
-from respread.remedies.surge.plan import ActionKind, Phase
+from respread.remedies.surge.advance import ActionKind
+from respread.remedies.surge.operation import Phase
 from respread.scheduling.controller import Tier
 
 # namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added
