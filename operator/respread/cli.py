@@ -20,6 +20,7 @@ import yaml
 
 from respread import __version__
 from respread.analysis.groups import build_index
+from respread.analysis.pending import pending_pod
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
 from respread.core.quantity import QuantityError, units
@@ -30,7 +31,8 @@ from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalanceP
 from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
-from respread.report.contract import report_json
+from respread.report.contract import pending_json, report_json
+from respread.report.pending_text import pending_pod_text
 from respread.report.text import render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
@@ -464,7 +466,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
     index = build_index(loaded.state, policy)
     ex = explain_pod(index, pod)
-    emit(explanation_dict(ex), args.output, explanation_text(ex) if args.output == "text" else None)
+    held = pending_pod(index, policy, pod, parse_now(args.now))
+    data = explanation_dict(ex)
+    text = explanation_text(ex) if args.output == "text" else None
+    if held is not None:  # an unbound pod that spread holds Pending: why, and what unblocks it
+        data["pending"] = pending_json(held)
+        text = text and text + "\n" + "\n".join(pending_pod_text(held)) + "\n"
+    emit(data, args.output, text)
     return 0
 
 
@@ -564,6 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
     e.add_argument("--policy", metavar="FILE")
     e.add_argument("pod", metavar="NAMESPACE/POD")
+    e.add_argument(
+        "--now", metavar="TIME", help="evaluate pod ages (of pods a move would evict) at this time"
+    )
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")
     e.add_argument(

@@ -1,7 +1,8 @@
 """The one pure scan: cluster state + policy (+ memory) -> report, for the CLI and the operator.
 
     analyze -> plan evictions -> the chooser -> plan surges -> defer what surges take over
-            -> order deletion costs -> hold what surges take over -> the report
+            -> order deletion costs -> hold what surges take over -> pods spread holds Pending
+            -> the report
 
 `scan` is all of it, and nothing else assembles a scan: `respread plan` (a snapshot, or a live
 cluster read once) and the operator (runtime/scan.py, which then acts on the result and writes
@@ -19,6 +20,7 @@ from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
 from respread.analysis.groups import Analysis, WorkloadRef, analyze
+from respread.analysis.pending import pending_pods
 from respread.core.collector import gc_paused
 from respread.core.model import ClusterState
 from respread.inputs.policy import Mode, RebalancePolicy
@@ -146,8 +148,16 @@ def _scan(
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
     chosen = defer_surged(chosen, surge.busy)
     costs = hold_costs(_costs(analysis, policy, others, memo), surge.busy)
+    pending = tuple(pending_pods(analysis, policy, now))
     report = build_report(
-        analysis, chosen, policy, memory.previous, costs, surge=surge, carried=memory.causes
+        analysis,
+        chosen,
+        policy,
+        memory.previous,
+        costs,
+        surge=surge,
+        carried=memory.causes,
+        pending=pending,
     )
     after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
     changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown

@@ -481,6 +481,44 @@ SCHEMA: dict[str, Any] = {
                 },
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "observedGeneration": {"format": "int64", "type": "integer"},
+                "pending": {
+                    "description": "Unbound pods that topology spread holds Pending: the binding constraint, the domains it admits the pod into, why none takes it (Full, Cordoned, Tainted, NodeAffinity, PinnedByVolume, OtherConstraint, Gone), and what would unblock it.",
+                    "items": {
+                        "properties": {
+                            "domains": {
+                                "items": {"maxLength": 63, "type": "string"},
+                                "maxItems": 10,
+                                "type": "array",
+                            },
+                            "message": {"maxLength": 1024, "type": "string"},
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "pod": {"maxLength": 253, "type": "string"},
+                            "reason": {
+                                "enum": [
+                                    "Full",
+                                    "Cordoned",
+                                    "Tainted",
+                                    "NodeAffinity",
+                                    "PinnedByVolume",
+                                    "OtherConstraint",
+                                    "Gone",
+                                ],
+                                "type": "string",
+                            },
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "unblock": {"maxLength": 1024, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
+                "pendingTotal": {
+                    "description": "The number of pods spread holds Pending (status.pending may hold fewer).",
+                    "minimum": 0,
+                    "type": "integer",
+                },
                 "plan": {
                     "description": "The evictions of the last scan, in order, then those left for later.",
                     "items": {
@@ -531,6 +569,7 @@ SCHEMA: dict[str, Any] = {
                         "evicted": {"minimum": 0, "type": "integer"},
                         "failed": {"minimum": 0, "type": "integer"},
                         "nodes": {"minimum": 0, "type": "integer"},
+                        "pendingPods": {"minimum": 0, "type": "integer"},
                         "plannedEvictions": {"minimum": 0, "type": "integer"},
                         "pods": {"minimum": 0, "type": "integer"},
                         "skipped": {"minimum": 0, "type": "integer"},

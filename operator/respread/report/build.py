@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
 from respread.analysis.groups import Analysis, Group
+from respread.analysis.pending import PendingPod
 from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -264,7 +265,7 @@ def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSe
     )
 
 
-def _summary(analysis: Analysis, plan: Plan) -> Summary:
+def _summary(analysis: Analysis, plan: Plan, pending: tuple[PendingPod, ...]) -> Summary:
     state = analysis.index.state
     return Summary(
         nodes=len(state.nodes),
@@ -276,6 +277,7 @@ def _summary(analysis: Analysis, plan: Plan) -> Summary:
         deferred_evictions=len(plan.deferred),
         blocked=sum(1 for s in plan.skipped if s.kind is SkipKind.BLOCKED),
         skipped=len(plan.skipped),
+        pending=len(pending),
     )
 
 
@@ -288,15 +290,17 @@ def build_report(
     *,
     surge: SurgeReport | None = None,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    pending: tuple[PendingPod, ...] = (),
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
     ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
-    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py).
+    ``carried``, the previous scan's view and the causes it gave (analysis/causes.py);
+    ``pending``, the pods spread holds Pending (analysis/pending.py).
     """
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
-        summary=_summary(analysis, plan),
+        summary=_summary(analysis, plan, pending),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
             violation_entry(o, analysis, policy, previous, surge, carried=carried)
@@ -312,4 +316,5 @@ def build_report(
         ),
         deletion_cost=deletion_cost_section(costs),
         surge=surge_section(surge, policy),
+        pending=pending,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod, Unblock
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
@@ -33,6 +34,7 @@ from respread.report.model import (
     Skipped,
     Status,
     StatusCondition,
+    StatusPending,
     StatusSummary,
     StatusViolation,
     Summary,
@@ -74,6 +76,7 @@ def _summary(s: Summary) -> Json:
         "deferredEvictions": s.deferred_evictions,
         "blocked": s.blocked,
         "skipped": s.skipped,
+        "pendingPods": s.pending,
     }
 
 
@@ -243,6 +246,48 @@ def surge_json(section: SurgeSection) -> Json:
     }
 
 
+def _unblock(u: Unblock) -> Json:
+    out: Json = {"kind": u.kind.value, "message": u.message}
+    if u.domain:
+        out["domain"] = u.domain
+    if u.evict is not None:
+        out["evict"] = {"namespace": u.evict.namespace, "pod": u.evict.name, "node": u.node}
+        out["predictedNode"] = u.predicted_node
+    return out
+
+
+def pending_json(p: PendingPod) -> Json:
+    """One pod spread holds Pending (`pending[]`)."""
+    return {
+        "namespace": p.pod.namespace,
+        "pod": p.pod.name,
+        "workload": _workload(p.workload),
+        "topologyKey": p.topology_key,
+        "maxSkew": p.max_skew,
+        "minDomains": p.min_domains,
+        "globalMinimum": p.global_min,
+        "domains": dict(p.counts),
+        "nodesRefusedBySpread": p.nodes_refused_by_spread,
+        "reason": p.obstacle.value,
+        "admittedDomains": [
+            {
+                "name": a.domain,
+                "pods": a.pods,
+                "reason": a.obstacle.value,
+                "nodes": [
+                    {"name": n.node, "reason": n.obstacle.value, "detail": n.detail}
+                    for n in a.nodes
+                ],
+            }
+            for a in p.admitted
+        ],
+        "admittedDomainsTotal": p.admitted_total,
+        "message": p.message,
+        "unblock": [_unblock(u) for u in p.unblock],
+        "evidence": p.evidence,
+    }
+
+
 def report_json(report: Report) -> Json:
     """The RebalanceReport (`respread plan -o json|yaml`)."""
     p = report.predicted
@@ -263,6 +308,7 @@ def report_json(report: Report) -> Json:
         },
         "deletionCost": deletion_cost_json(report.deletion_cost),
         "surge": surge_json(report.surge),
+        "pending": [pending_json(p) for p in report.pending],
     }
 
 
@@ -294,6 +340,18 @@ def _status_summary(s: StatusSummary) -> Json:
         "skipped": s.skipped,
         "evicted": s.evicted,
         "failed": s.failed,
+        "pendingPods": s.pending,
+    }
+
+
+def _status_pending(p: StatusPending) -> Json:
+    return _ref(p.workload) | {
+        "pod": p.pod,
+        "topologyKey": p.topology_key,
+        "domains": list(p.domains),
+        "reason": p.reason,
+        "message": p.message,
+        "unblock": p.unblock,
     }
 
 
@@ -410,6 +468,8 @@ def status_json(status: Status) -> Json:
         out["surges"] = [_surge_digest(x) for x in status.surges]
     if status.deletion_cost is not None:
         out["deletionCost"] = deletion_cost_status_json(status.deletion_cost)
+    out["pending"] = [_status_pending(x) for x in status.pending]
+    out["pendingTotal"] = status.pending_total
     return out
 
 

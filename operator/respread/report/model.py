@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
@@ -63,6 +64,7 @@ class Summary:
     deferred_evictions: int
     blocked: int
     skipped: int
+    pending: int = 0  # unbound pods that topology spread holds Pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +268,7 @@ class Report:
     predicted: Predicted
     deletion_cost: DeletionCostSection
     surge: SurgeSection
+    pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -336,6 +339,7 @@ class StatusSummary:
     skipped: int
     evicted: int
     failed: int
+    pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +372,20 @@ class StatusViolation:
     fixable: bool
     message: str
     remedy: Remedy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPending:
+    """A pod spread holds Pending, as the status lists it."""
+
+    namespace: str
+    pod: str
+    workload: WorkloadRef
+    topology_key: str
+    domains: tuple[str, ...]  # the domains the binding constraint admits it into
+    reason: str  # an analysis.pending.Obstacle
+    message: str
+    unblock: str  # the first way out
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +484,8 @@ class Status:
     cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
     surges: tuple[SurgeDigest, ...] = ()
     deletion_cost: DeletionCostStatus | None = None
+    pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
+    pending_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
@@ -34,6 +35,7 @@ from respread.report.model import (
     Report,
     Status,
     StatusCondition,
+    StatusPending,
     StatusSummary,
     StatusViolation,
     StepStatus,
@@ -122,6 +124,20 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
         skipped=s.skipped,
         evicted=states.count(StepStatus.EVICTED),
         failed=states.count(StepStatus.FAILED),
+        pending=s.pending,
+    )
+
+
+def _pending(p: PendingPod) -> StatusPending:
+    return StatusPending(
+        namespace=p.pod.namespace,
+        pod=p.pod.name,
+        workload=p.workload,
+        topology_key=p.topology_key,
+        domains=tuple(a.domain for a in p.admitted),
+        reason=p.obstacle.value,
+        message=_cap(p.message),
+        unblock=_cap(p.unblock[0].message) if p.unblock else "",
     )
 
 
@@ -204,6 +220,8 @@ def build_status(
         cooldowns=tuple(cooldowns) if cooldowns is not None else None,
         surges=tuple(surge_digest(report)[:limit]),
         deletion_cost=deletion_cost,
+        pending=tuple(_pending(p) for p in report.pending[:limit]),
+        pending_total=len(report.pending),
     )
 
 

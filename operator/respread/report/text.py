@@ -19,6 +19,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from respread.report.pending_text import pending_text
 from respread.scheduling.controller import Tier
 
 ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
@@ -45,7 +46,9 @@ def render_text(report: Report) -> str:
         f"Scanned {s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups "
         f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
     ]
-    if not report.violations:
+    if not report.violations and report.pending:
+        out.append("No misplaced pods; pods are held Pending by topology spread (below).")
+    elif not report.violations:
         out.append("No topology spread violations.")
     else:
         out.append(f"{s.violations} violation(s), {s.unfixable} not fixable by eviction.")
@@ -54,6 +57,7 @@ def render_text(report: Report) -> str:
             out.extend(_violation_text(v))
         out.append("")
         out.extend(_plan_text(report))
+    out.extend(pending_text(report.pending))
     out.extend(deletion_cost_text(report.deletion_cost))
     out.extend(_surge_text(report.surge, report.policy.mode))
     return "\n".join(out) + "\n"
