@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
-from respread.analysis.groups import Analysis, WorkloadRef, analyze
+from respread.analysis.groups import Analysis, WorkloadRef, analyze, build_index
+from respread.analysis.outage_holds import held_by_outages
 from respread.analysis.pending import pending_pods
 from respread.core.collector import gc_paused
 from respread.core.model import ClusterState
-from respread.inputs.policy import Mode, RebalancePolicy
+from respread.inputs.policy import Mode, OutageCounting, RebalancePolicy
 from respread.remedies.choose import apply_remediation, defer_surged, eviction_blocked, hold_costs
 from respread.remedies.cost.memo import CostMemo
 from respread.remedies.cost.order import CostPlan, plan_costs
@@ -35,6 +36,7 @@ from respread.report.build import build_report
 from respread.report.changes import Changes, changes
 from respread.report.model import Report, WorkloadHistory
 from respread.report.stored import remembered
+from respread.scheduling.outages import by_key, constraint_keys, outages
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +138,27 @@ def _scan(
     others: Sequence[RebalancePolicy],
     memo: CostMemo | None,
 ) -> Scan:
-    analysis = analyze(state, policy)
+    found = outages(
+        state.nodes,
+        constraint_keys(state, policy.constraints.default_constraints),
+        now,
+        policy.outages.grace_period,
+    )
+    kep = policy.outages.counting is OutageCounting.KEP5980
+    index = build_index(state, policy, by_key(found) if kep and found else None)
+    analysis = analyze(state, policy, index)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
     held = (
         history.held(now, unready_workloads(state, analysis))
         if memory.holds and policy.mode is Mode.ENFORCE
         else {}
     )
+    outage_held = held_by_outages(analysis, found, policy)
+    held = {**held, **outage_held}
     evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
+    if outage_held:  # not even for later runs while the outage lasts
+        kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)
+        evictions = replace(evictions, deferred=kept)
     chosen = apply_remediation(evictions, policy)
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
     chosen = defer_surged(chosen, surge.busy)
@@ -158,6 +173,7 @@ def _scan(
         surge=surge,
         carried=memory.causes,
         pending=pending,
+        outages=found,
     )
     after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
     changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown

@@ -26,7 +26,7 @@ from enum import StrEnum
 
 from respread.analysis.groups import Analysis, WorkloadRef, namespace_selected, wanted, workload_of
 from respread.core.kernel import CountTable
-from respread.core.model import Node, Pod, Resources, When
+from respread.core.model import UNSCHEDULABLE_TAINT, Node, Pod, Resources, When
 from respread.inputs.policy import RebalancePolicy
 from respread.scheduling.budgets import BudgetLedger, BudgetVerdict
 from respread.scheduling.landing import LandingPredictor
@@ -186,7 +186,9 @@ class _Judge:
     def _obstacles(self, pod: Pod, node: Node) -> list[NodeObstacle]:
         out = []
         for reason in static_reasons(pod.spec, node):
-            if reason.startswith("untolerated taint"):
+            if reason.startswith(f"untolerated taint {UNSCHEDULABLE_TAINT.key}="):
+                out.append(NodeObstacle(node.name, Obstacle.CORDONED, "node is cordoned"))
+            elif reason.startswith("untolerated taint"):
                 out.append(NodeObstacle(node.name, Obstacle.TAINTED, reason))
             elif reason.startswith("node is cordoned"):
                 out.append(NodeObstacle(node.name, Obstacle.CORDONED, reason))
@@ -284,6 +286,9 @@ class _Judge:
                 what = f"uncordon {names}, or add a node with room"
             elif obstacle is Obstacle.TAINTED:
                 what = "a node without the untolerated taint, with room"
+            elif obstacle is Obstacle.SPREAD:
+                first = next(n for n in a.nodes if n.obstacle is obstacle)
+                what = f"a node its other spread constraints admit (now: {first.detail})"
             else:
                 what = f"room for one pod ({_requests(pod.spec.requests)})"
             out.append(
@@ -292,7 +297,9 @@ class _Judge:
         return out
 
     def _new_domain(self, key: str, min_domains: int, eligible: int) -> Unblock:
-        if eligible < min_domains:
+        if not eligible:
+            what = f"a node labelled {key} that the pod's inclusion policies admit"
+        elif eligible < min_domains:
             need = min_domains - eligible
             what = (
                 f"{need} more {key} domain(s) with room (minDomains {min_domains}, "
@@ -406,6 +413,8 @@ def _message(
     admitted: list[AdmittedDomain],
 ) -> str:
     if not admitted:
+        if not eligible:
+            return f"no node carries the topology key {key} (or passes its inclusion policies)"
         if eligible < min_domains:
             return (
                 f"no {key} domain may take it: minDomains {min_domains} with {eligible} eligible "

@@ -22,6 +22,9 @@ class DomainSpace:
 
     node_domain: Mapping[str, str]
     domain_nodes: Mapping[str, tuple[str, ...]]
+    # Domains left out of the space but counted toward minDomains: in an outage, under
+    # KEP-5980's counting (they count toward minDomains, not toward skew).
+    absent: int = 0
 
     @property
     def size(self) -> int:
@@ -124,7 +127,7 @@ class CountTable:
         ``without`` names a domain one pod is taken out of first (a bound pod judged as if it
         were being placed again).
         """
-        if self._size < min_domains:
+        if self._size + self.space.absent < min_domains:
             return 0
         current = self.raw_min()
         if without is None:

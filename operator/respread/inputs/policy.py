@@ -123,6 +123,17 @@ class RemediationSettings:
     surge: SurgeSettings = field(default_factory=SurgeSettings)
 
 
+class OutageCounting(StrEnum):
+    SCHEDULER = "Scheduler"  # as kube-scheduler counts today
+    KEP5980 = "KEP5980"  # an outage domain counts toward minDomains, not toward skew
+
+
+@dataclass(frozen=True, slots=True)
+class OutageSettings:
+    grace_period: float = 300.0
+    counting: OutageCounting = OutageCounting.SCHEDULER
+
+
 @dataclass(frozen=True, slots=True)
 class RebalancePolicy:
     name: str = "default"
@@ -134,6 +145,7 @@ class RebalancePolicy:
     eviction: EvictionSettings = field(default_factory=EvictionSettings)
     report_max_items: int = 20
     remediation: RemediationSettings = field(default_factory=RemediationSettings)
+    outages: OutageSettings = field(default_factory=OutageSettings)
 
 
 DEFAULT_POLICY = RebalancePolicy()
@@ -273,6 +285,22 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         report_max_items=_ranged(
             _section(spec, "report", path), "maxItems", f"{path}.report", 20, 500
         ),
+        outages=_outages(_section(spec, "outages", path), f"{path}.outages"),
+    )
+
+
+def _outages(raw: Mapping[str, Any], path: str) -> OutageSettings:
+    grace = raw.get("gracePeriod")
+    counting = raw.get("counting", OutageCounting.SCHEDULER.value)
+    try:
+        how = OutageCounting(counting)
+    except ValueError:
+        raise PolicyError(
+            f"{path}.counting", f"must be Scheduler or KEP5980, got {shown(counting)}"
+        ) from None
+    return OutageSettings(
+        grace_period=300.0 if grace is None else parse_duration(grace, f"{path}.gracePeriod"),
+        counting=how,
     )
 
 

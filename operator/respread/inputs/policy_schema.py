@@ -241,6 +241,25 @@ SCHEMA: dict[str, Any] = {
                     "enum": ["DryRun", "Enforce"],
                     "type": "string",
                 },
+                "outages": {
+                    "default": {},
+                    "description": "Domain outages: a domain (one value of a topology key) whose nodes are all NotReady or tainted node.kubernetes.io/unreachable or not-ready for longer than gracePeriod is reported as an outage, and no eviction is made on its account (workloads spread over it are held). counting: Scheduler judges the spread as kube-scheduler does today (the domain counts while it has nodes); KEP5980 follows KEP-5980 (the domain counts toward minDomains, not toward skew), so the survivors are judged among themselves.",
+                    "properties": {
+                        "counting": {
+                            "default": "Scheduler",
+                            "enum": ["Scheduler", "KEP5980"],
+                            "type": "string",
+                        },
+                        "gracePeriod": {
+                            "default": "5m",
+                            "description": "How long every node of a domain must be down (a Go duration).",
+                            "maxLength": 32,
+                            "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
+                            "type": "string",
+                        },
+                    },
+                    "type": "object",
+                },
                 "remediation": {
                     "default": {},
                     "description": "Which remedies respread may use. The default is eviction alone. Every remedy is reported in DryRun and acted on only in Enforce.",
@@ -481,6 +500,24 @@ SCHEMA: dict[str, Any] = {
                 },
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "observedGeneration": {"format": "int64", "type": "integer"},
+                "outages": {
+                    "description": "Domains whose nodes are all NotReady or unreachable past spec.outages.gracePeriod: no eviction is made on their account.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "nodes": {
+                                "items": {"maxLength": 253, "type": "string"},
+                                "maxItems": 5000,
+                                "type": "array",
+                            },
+                            "since": {"format": "date-time", "nullable": True, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "pending": {
                     "description": "Unbound pods that topology spread holds Pending: the binding constraint, the domains it admits the pod into, why none takes it (Full, Cordoned, Tainted, NodeAffinity, PinnedByVolume, OtherConstraint, Gone), and what would unblock it.",
                     "items": {

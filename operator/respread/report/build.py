@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
-from respread.analysis.groups import Analysis, Group
+from respread.analysis.groups import Analysis, Group, violating_nodes
+from respread.analysis.outage_holds import outage_note, touching
 from respread.analysis.pending import PendingPod
+from respread.analysis.pinned import pinned_members
 from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -42,6 +44,7 @@ from respread.report.model import (
     Violation,
 )
 from respread.report.text import where
+from respread.scheduling.outages import Outage
 
 DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
 
@@ -62,12 +65,17 @@ def violation_entry(
     surge: SurgeReport | None = None,
     *,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    outages: tuple[Outage, ...] = (),
 ) -> Violation:
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
     why = attribute(g, analysis, previous, carried)
     verdicts = remedies(outcome, policy, surge)
+    pinned, message = _pinned(outcome, analysis)
+    down = touching(g, outages)
+    if down:
+        message = f"{message}; {outage_note(down)}: no eviction on its account"
     return Violation(
         workload=g.workload,
         topology_key=c.key,
@@ -87,11 +95,30 @@ def violation_entry(
         violating_pods_after_run=outcome.violating_after_run,
         cause=why.cause,
         cause_message=why.message,
-        message=outcome.message,
+        message=message,
         domains_truncated=truncated,
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
+        pods_pinned_by_volume=pinned,
+    )
+
+
+def _pinned(outcome: Outcome, analysis: Analysis) -> tuple[int, str]:
+    """The group's pods pinned by volume to their domain, and the outcome's message, which
+    says so when the fix needs misplaced ones among them to move."""
+    g = outcome.group
+    if not any(p.volume_pins for pods in g.members.by_node.values() for p in pods):
+        return 0, outcome.message
+    index = analysis.index
+    bad = violating_nodes(index, g.members, index.tables(g.members.profile), g.index)
+    pinned, misplaced = pinned_members(index, g, frozenset(bad))
+    if outcome.fixable or not misplaced:
+        return pinned, outcome.message
+    return pinned, (
+        f"{outcome.message}; {misplaced} misplaced pod(s) pinned by volume to their "
+        f"{g.constraint.key} domain: the fix needs them to move, which their "
+        "PersistentVolumes' node affinity forbids"
     )
 
 
@@ -291,6 +318,7 @@ def build_report(
     surge: SurgeReport | None = None,
     carried: Mapping[CauseKey, Attribution] | None = None,
     pending: tuple[PendingPod, ...] = (),
+    outages: tuple[Outage, ...] = (),
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
@@ -303,7 +331,7 @@ def build_report(
         summary=_summary(analysis, plan, pending),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, analysis, policy, previous, surge, carried=carried)
+            violation_entry(o, analysis, policy, previous, surge, carried=carried, outages=outages)
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
@@ -317,4 +345,5 @@ def build_report(
         deletion_cost=deletion_cost_section(costs),
         surge=surge_section(surge, policy),
         pending=pending,
+        outages=outages,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from respread.analysis.groups import WorkloadRef
 from respread.analysis.pending import PendingPod, Unblock
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.report.model import (
@@ -44,6 +45,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from respread.scheduling.outages import Outage
 
 Json = dict[str, Any]
 
@@ -116,6 +118,7 @@ def violation_json(v: Violation) -> Json:
         entry,
         domainsTruncated=v.domains_truncated,
         fromDefaultConstraints=v.from_default_constraints,
+        podsPinnedByVolume=v.pods_pinned_by_volume,
     )
     entry["remedies"] = [_remedy(r) for r in v.remedies]
     entry["remedy"] = v.remedy.value if v.remedy is not None else None
@@ -288,6 +291,16 @@ def pending_json(p: PendingPod) -> Json:
     }
 
 
+def outage_json(o: Outage) -> Json:
+    """A domain whose nodes are all down past the grace period (`outages[]`)."""
+    return {
+        "topologyKey": o.key,
+        "domain": o.domain,
+        "nodes": list(o.nodes),
+        "since": format_rfc3339(o.since) if o.since is not None else None,
+    }
+
+
 def report_json(report: Report) -> Json:
     """The RebalanceReport (`respread plan -o json|yaml`)."""
     p = report.predicted
@@ -309,6 +322,7 @@ def report_json(report: Report) -> Json:
         "deletionCost": deletion_cost_json(report.deletion_cost),
         "surge": surge_json(report.surge),
         "pending": [pending_json(p) for p in report.pending],
+        "outages": [outage_json(o) for o in report.outages],
     }
 
 
@@ -468,6 +482,7 @@ def status_json(status: Status) -> Json:
         out["surges"] = [_surge_digest(x) for x in status.surges]
     if status.deletion_cost is not None:
         out["deletionCost"] = deletion_cost_status_json(status.deletion_cost)
+    out["outages"] = [outage_json(o) for o in status.outages]
     out["pending"] = [_status_pending(x) for x in status.pending]
     out["pendingTotal"] = status.pending_total
     return out

@@ -22,6 +22,7 @@ from respread.remedies.cost.order import OrderState
 from respread.remedies.evict.steps import SkipKind
 from respread.remedies.surge.plan import ActionKind, Phase
 from respread.scheduling.controller import Tier
+from respread.scheduling.outages import Outage
 
 ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
 Domains = tuple[tuple[str, str], ...]  # (topology key, value)
@@ -98,6 +99,7 @@ class Violation:
     from_default_constraints: bool = False
     remedies: tuple[RemedyVerdict, ...] = ()
     remedy: Remedy | None = None
+    pods_pinned_by_volume: int = 0  # kept in their domain by a PersistentVolume's affinity
 
     @property
     def key(self) -> ViolationKey:
@@ -269,6 +271,7 @@ class Report:
     deletion_cost: DeletionCostSection
     surge: SurgeSection
     pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
+    outages: tuple[Outage, ...] = ()  # domains whose nodes are all down past the grace period
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -486,6 +489,7 @@ class Status:
     deletion_cost: DeletionCostStatus | None = None
     pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
     pending_total: int = 0
+    outages: tuple[Outage, ...] = ()  # at most spec.report.maxItems
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,24 @@
-"""The pods spread holds Pending, as text (`respread plan -o text`, `respread explain`)."""
+"""Domains in an outage and pods spread holds Pending, as text (`plan -o text`, `explain`)."""
 
 from __future__ import annotations
 
 from respread.analysis.pending import PendingPod, UnblockKind
+from respread.core.timestamps import format_rfc3339
+from respread.scheduling.outages import Outage
+
+
+def outages_text(outages: tuple[Outage, ...]) -> list[str]:
+    """One line per domain in an outage."""
+    if not outages:
+        return []
+    out = ["", f"{len(outages)} domain(s) in an outage (every node NotReady or unreachable):"]
+    for o in outages:
+        since = format_rfc3339(o.since) if o.since is not None else "an unknown time"
+        nodes = ", ".join(o.nodes[:5]) + (
+            f" and {len(o.nodes) - 5} more" if len(o.nodes) > 5 else ""
+        )
+        out.append(f"  {o}: {len(o.nodes)} node(s) down since {since} ({nodes})")
+    return out
 
 
 def pending_text(pending: tuple[PendingPod, ...]) -> list[str]:

@@ -222,6 +222,7 @@ def build_status(
         deletion_cost=deletion_cost,
         pending=tuple(_pending(p) for p in report.pending[:limit]),
         pending_total=len(report.pending),
+        outages=report.outages[:limit],
     )
 
 

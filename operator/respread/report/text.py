@@ -19,7 +19,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
-from respread.report.pending_text import pending_text
+from respread.report.pending_text import outages_text, pending_text
 from respread.scheduling.controller import Tier
 
 ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
@@ -46,6 +46,7 @@ def render_text(report: Report) -> str:
         f"Scanned {s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups "
         f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
     ]
+    out.extend(outages_text(report.outages))
     if not report.violations and report.pending:
         out.append("No misplaced pods; pods are held Pending by topology spread (below).")
     elif not report.violations:
@@ -69,6 +70,8 @@ def _violation_text(v: Violation) -> list[str]:
     misplaced = f"{v.violating_pods} of {v.pods} pods misplaced"
     if v.pods_on_nodes_without_key:
         misplaced += f", {v.pods_on_nodes_without_key} on nodes without the key"
+    if v.pods_pinned_by_volume:
+        misplaced += f", {v.pods_pinned_by_volume} pinned by volume"
     if v.pods_outside_domains:
         misplaced += (
             f", {v.pods_outside_domains} on nodes its inclusion policies leave out of the counts"

@@ -23,6 +23,12 @@ MISPLACED = Gauge(
     ["policy", "namespace", "workload", "topology_key"],
     registry=REGISTRY,
 )
+OUTAGES = Gauge(
+    "respread_domain_outages",
+    "Domains whose nodes are all NotReady or unreachable past the grace period (1 each)",
+    ["policy", "topology_key", "domain"],
+    registry=REGISTRY,
+)
 PLANNED = Gauge(
     "respread_planned_evictions",
     "Evictions planned by the last scan",
@@ -82,7 +88,7 @@ def serve(port: int) -> None:
 
 
 def forget(policy: str) -> None:
-    for metric in (SKEW, MISPLACED):
+    for metric in (SKEW, MISPLACED, OUTAGES):
         for labels in list(metric._metrics):
             if labels[0] == policy:
                 metric.remove(*labels)

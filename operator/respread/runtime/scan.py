@@ -214,6 +214,8 @@ def _export(policy: RebalancePolicy, report: Report) -> None:
         )
         metrics.SKEW.labels(*labels).set(v.skew)
         metrics.MISPLACED.labels(*labels).set(v.violating_pods)
+    for o in report.outages:
+        metrics.OUTAGES.labels(policy.name, o.key, o.domain).set(1)
     metrics.PLANNED.labels(policy.name, "Planned").set(len(report.evictions))
     metrics.PLANNED.labels(policy.name, "Deferred").set(len(report.deferred))
     metrics.PLANNED.labels(policy.name, "Skipped").set(len(report.skipped))
@@ -340,6 +342,14 @@ def _events(result: Scan, acted: Acted) -> list[tuple[str, bool, str]]:
     """The Events a scan posts about its policy, as (reason, warning, message), in order: the
     violations found and resolved, the costs, the surges, the evictions that failed."""
     out = change_events(result.changes)
+    out.extend(
+        (
+            "DomainOutage",
+            True,
+            f"{o}: all {len(o.nodes)} node(s) NotReady or unreachable; no eviction on its account",
+        )
+        for o in result.report.outages
+    )
     told = cost_event(acted.counts)
     if told is not None:
         out.append(told)

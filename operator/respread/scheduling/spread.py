@@ -150,8 +150,12 @@ class SpreadIndex:
         default_constraints: tuple[SpreadConstraint, ...] = (),
         empty_selector_matches_all: bool = False,
         include_soft: bool = False,
+        outage_domains: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.state = state
+        # key -> domains in an outage, left out of every space of that key and counted toward
+        # minDomains only (KEP-5980); empty: the scheduler's counting
+        self.outage_domains: Mapping[str, frozenset[str]] = outage_domains or {}
         self.default_constraints = default_constraints
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
@@ -405,6 +409,8 @@ class SpreadIndex:
             return hit
         node_domain: dict[str, str] = {}
         domain_nodes: dict[str, list[str]] = defaultdict(list)
+        out = self.outage_domains.get(c.key, frozenset())
+        absent: set[str] = set()
         for node in self.state.nodes:
             labels = node.labels
             if any(k not in labels for k in gate):
@@ -414,9 +420,14 @@ class SpreadIndex:
             if tolerations is not None and untolerated_taint(tolerations, node.taints) is not None:
                 continue
             value = labels[c.key]
+            if value in out:
+                absent.add(value)
+                continue
             node_domain[node.name] = value
             domain_nodes[value].append(node.name)
-        space = DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()})
+        space = DomainSpace(
+            node_domain, {d: tuple(n) for d, n in domain_nodes.items()}, len(absent)
+        )
         self._spaces[key] = space
         self._profile_spaces[(id(profile), index)] = space
         return space
