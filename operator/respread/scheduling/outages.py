@@ -3,9 +3,9 @@
 A node is down when its Ready condition is not True, or when it carries the node lifecycle
 controller's ``node.kubernetes.io/unreachable`` or ``node.kubernetes.io/not-ready`` taint (any
 effect). A domain (one value of a topology key) is in an outage when it has nodes and every one
-of them has been down for at least the grace period: since its Ready condition last changed,
-or for an unknown time when the snapshot does not say (a node reported down with no time is
-taken as down long enough: holding evictions back is the safe side).
+of them has been down for at least the grace period, counted from the latest Ready transition
+among its nodes; when no node of it says when, it is taken as down long enough (holding
+evictions back is the safe side).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Outage:
     key: str
     domain: str
     nodes: tuple[str, ...]
-    since: float | None  # the latest time a node of it went down; None: not said
+    since: float | None  # the latest time a node of it was said to go down; None: not said
 
     def __str__(self) -> str:
         return f"{self.key}={self.domain}"
@@ -50,7 +50,7 @@ def outages(
             if not all(down(n) for n in members):
                 continue
             times = [n.ready_changed for n in members if n.ready_changed is not None]
-            since = max(times) if len(times) == len(members) else None
+            since = max(times) if times else None
             if since is not None and now is not None and now - since < grace:
                 continue
             out.append(Outage(key, domain, tuple(n.name for n in members), since))
