@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
+from respread.analysis.domain_memory import NO_DOMAINS, DomainMemory, remember
 from respread.analysis.groups import Analysis, WorkloadRef, analyze, build_index
 from respread.analysis.outage_holds import held_by_outages
 from respread.analysis.pending import pending_pods
@@ -31,11 +32,13 @@ from respread.remedies.cost.order import CostPlan, plan_costs
 from respread.remedies.cost.owner import Ownership
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
 from respread.remedies.evict.planner import Plan, plan
+from respread.remedies.evict.ramp import ramp_holds, ramp_plan
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import Changes, changes
 from respread.report.model import Report, WorkloadHistory
 from respread.report.stored import remembered
+from respread.report.stored_domains import stored_domains
 from respread.scheduling.outages import by_key, constraint_keys, outages
 
 
@@ -49,6 +52,7 @@ class Memory:
     # Hold workloads back in Enforce (a replacement not Ready yet, a back-off), as the operator
     # does from one scan to the next; a one-off plan holds nothing.
     holds: bool = False
+    domains: DomainMemory = NO_DOMAINS  # lost domains, outages, recoveries
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> Memory:
@@ -71,7 +75,8 @@ class Memory:
             if w.backoff_until is not None:
                 until[ref] = w.backoff_until
         causes = {key: Attribution(c, m) for key, (c, m) in known.causes.items()}
-        return cls(EvictionHistory(last, pending, level, until), None, causes, holds=True)
+        history = EvictionHistory(last, pending, level, until)
+        return cls(history, None, causes, holds=True, domains=stored_domains(status))
 
     def histories(self) -> list[WorkloadHistory]:
         """Every workload the eviction history knows something about (`status.cooldowns`)."""
@@ -153,9 +158,12 @@ def _scan(
         if memory.holds and policy.mode is Mode.ENFORCE
         else {}
     )
+    domains, view = remember(memory.domains, analysis, found, now)
     outage_held = held_by_outages(analysis, found, policy)
-    held = {**held, **outage_held}
+    ramp = ramp_holds(analysis, view, policy, history.last_eviction, now)
+    held = {**held, **ramp, **outage_held}
     evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
+    evictions = ramp_plan(evictions, analysis, view, policy)
     if outage_held:  # not even for later runs while the outage lasts
         kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)
         evictions = replace(evictions, deferred=kept)
@@ -174,8 +182,9 @@ def _scan(
         carried=memory.causes,
         pending=pending,
         outages=found,
+        domains=view,
     )
-    after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds)
+    after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds, domains)
     changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown
     return Scan(analysis, chosen, surge, costs, report, changed, after)
 

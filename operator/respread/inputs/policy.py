@@ -132,6 +132,8 @@ class OutageCounting(StrEnum):
 class OutageSettings:
     grace_period: float = 300.0
     counting: OutageCounting = OutageCounting.SCHEDULER
+    recovery_share: int = 25  # percent of a workload's pods per recovery step
+    recovery_interval: float = 300.0  # between two recovery steps of one workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,9 +300,15 @@ def _outages(raw: Mapping[str, Any], path: str) -> OutageSettings:
         raise PolicyError(
             f"{path}.counting", f"must be Scheduler or KEP5980, got {shown(counting)}"
         ) from None
+    recovery = _section(raw, "recovery", path)
+    interval = recovery.get("interval")
     return OutageSettings(
         grace_period=300.0 if grace is None else parse_duration(grace, f"{path}.gracePeriod"),
         counting=how,
+        recovery_share=_ranged(recovery, "maxShare", f"{path}.recovery", 25, 100),
+        recovery_interval=(
+            300.0 if interval is None else parse_duration(interval, f"{path}.recovery.interval")
+        ),
     )
 
 

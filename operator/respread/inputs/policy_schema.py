@@ -257,6 +257,25 @@ SCHEMA: dict[str, Any] = {
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
                         },
+                        "recovery": {
+                            "default": {},
+                            "description": "When an outage ends and the domain is back, workloads with a violated group over it are moved back in steps: at most maxShare percent of a workload's pods (at least one) per step, one step per interval.",
+                            "properties": {
+                                "interval": {
+                                    "default": "5m",
+                                    "maxLength": 32,
+                                    "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
+                                    "type": "string",
+                                },
+                                "maxShare": {
+                                    "default": 25,
+                                    "maximum": 100,
+                                    "minimum": 1,
+                                    "type": "integer",
+                                },
+                            },
+                            "type": "object",
+                        },
                     },
                     "type": "object",
                 },
@@ -498,7 +517,41 @@ SCHEMA: dict[str, Any] = {
                     },
                     "type": "object",
                 },
+                "domainPhases": {
+                    "description": "Domains in an outage, recovering from one (workloads moved back in steps, spec.outages.recovery), or back to Normal (said once).",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "phase": {"enum": ["Outage", "Recovering", "Normal"], "type": "string"},
+                            "since": {"format": "date-time", "nullable": True, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workloads": {"type": "integer"},
+                            "workloadsAtStart": {"type": "integer"},
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
+                "lostDomains": {
+                    "description": "Domains a workload held (eligible domains of its constraints, hostname excepted) whose last node went, not in an outage: since when, and whether its minDomains is now unmet.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "eligibleDomains": {"type": "integer"},
+                            "minDomains": {"type": "integer"},
+                            "minDomainsUnmet": {"type": "boolean"},
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "since": {"format": "date-time", "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "outages": {
                     "description": "Domains whose nodes are all NotReady or unreachable past spec.outages.gracePeriod: no eviction is made on their account.",
@@ -597,6 +650,25 @@ SCHEMA: dict[str, Any] = {
                     "description": "The number of plan entries (status.plan may hold fewer).",
                     "minimum": 0,
                     "type": "integer",
+                },
+                "returnedDomains": {
+                    "description": "Lost domains that came back with this scan.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "lostSince": {
+                                "format": "date-time",
+                                "nullable": True,
+                                "type": "string",
+                            },
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
                 },
                 "summary": {
                     "properties": {

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
+from respread.analysis.domain_memory import NO_VIEW, DomainView
 from respread.analysis.groups import Analysis, Group, violating_nodes
 from respread.analysis.outage_holds import outage_note, touching
 from respread.analysis.pending import PendingPod
@@ -319,6 +320,7 @@ def build_report(
     carried: Mapping[CauseKey, Attribution] | None = None,
     pending: tuple[PendingPod, ...] = (),
     outages: tuple[Outage, ...] = (),
+    domains: DomainView = NO_VIEW,
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
@@ -346,4 +348,5 @@ def build_report(
         surge=surge_section(surge, policy),
         pending=pending,
         outages=outages,
+        domains=domains,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from respread.analysis.domain_memory import DomainView, LostDomain, PhaseEntry, ReturnedDomain
 from respread.analysis.groups import WorkloadRef
 from respread.analysis.pending import PendingPod, Unblock
 from respread.core.timestamps import format_rfc3339
@@ -301,6 +302,50 @@ def outage_json(o: Outage) -> Json:
     }
 
 
+def _time(t: float | None) -> str | None:
+    return format_rfc3339(t) if t is not None else None
+
+
+def lost_json(d: LostDomain) -> Json:
+    """A domain a workload lost (`lostDomains[]`): its last node went, not in an outage."""
+    return _ref(d.workload) | {
+        "topologyKey": d.topology_key,
+        "domain": d.domain,
+        "since": _time(d.since),
+        "minDomains": d.min_domains,
+        "eligibleDomains": d.eligible,
+        "minDomainsUnmet": d.min_domains_unmet,
+    }
+
+
+def returned_json(d: ReturnedDomain) -> Json:
+    return _ref(d.workload) | {
+        "topologyKey": d.topology_key,
+        "domain": d.domain,
+        "lostSince": _time(d.lost_since),
+    }
+
+
+def phase_json(p: PhaseEntry) -> Json:
+    """An outage domain's phase (`domainPhases[]`): Outage, Recovering, then Normal once."""
+    return {
+        "topologyKey": p.topology_key,
+        "domain": p.domain,
+        "phase": p.phase.value,
+        "since": _time(p.since),
+        "workloads": p.workloads,
+        "workloadsAtStart": p.workloads_at_start,
+    }
+
+
+def domains_json(view: DomainView) -> Json:
+    return {
+        "lostDomains": [lost_json(d) for d in view.lost],
+        "returnedDomains": [returned_json(d) for d in view.returned],
+        "domainPhases": [phase_json(p) for p in view.phases],
+    }
+
+
 def report_json(report: Report) -> Json:
     """The RebalanceReport (`respread plan -o json|yaml`)."""
     p = report.predicted
@@ -323,6 +368,7 @@ def report_json(report: Report) -> Json:
         "surge": surge_json(report.surge),
         "pending": [pending_json(p) for p in report.pending],
         "outages": [outage_json(o) for o in report.outages],
+        **domains_json(report.domains),
     }
 
 
@@ -483,6 +529,7 @@ def status_json(status: Status) -> Json:
     if status.deletion_cost is not None:
         out["deletionCost"] = deletion_cost_status_json(status.deletion_cost)
     out["outages"] = [outage_json(o) for o in status.outages]
+    out.update(domains_json(status.domains))
     out["pending"] = [_status_pending(x) for x in status.pending]
     out["pendingTotal"] = status.pending_total
     return out

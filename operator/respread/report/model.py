@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from respread.analysis.causes import Cause
+from respread.analysis.domain_memory import NO_VIEW, DomainView
 from respread.analysis.groups import WorkloadRef
 from respread.analysis.pending import PendingPod
 from respread.core.model import When
@@ -272,6 +273,7 @@ class Report:
     surge: SurgeSection
     pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
     outages: tuple[Outage, ...] = ()  # domains whose nodes are all down past the grace period
+    domains: DomainView = NO_VIEW  # lost and returned domains, outage and recovery phases
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -490,6 +492,7 @@ class Status:
     pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
     pending_total: int = 0
     outages: tuple[Outage, ...] = ()  # at most spec.report.maxItems
+    domains: DomainView = NO_VIEW  # its lists at most spec.report.maxItems each
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from respread.analysis.domain_memory import DomainPhase, DomainView
 from respread.analysis.pending import PendingPod, UnblockKind
 from respread.core.timestamps import format_rfc3339
 from respread.scheduling.outages import Outage
@@ -19,6 +20,41 @@ def outages_text(outages: tuple[Outage, ...]) -> list[str]:
         )
         out.append(f"  {o}: {len(o.nodes)} node(s) down since {since} ({nodes})")
     return out
+
+
+def _when(t: float | None) -> str:
+    return format_rfc3339(t) if t is not None else "an unknown time"
+
+
+def domains_text(view: DomainView) -> list[str]:
+    """Lost and returned domains, and the phases of domains after an outage."""
+    out: list[str] = []
+    for d in view.lost:
+        unmet = (
+            f"; minDomains {d.min_domains} now unmet ({d.eligible} eligible)"
+            if d.min_domains_unmet
+            else ""
+        )
+        out.append(
+            f"  {d.workload} lost {d.topology_key}={d.domain} at {_when(d.since)} "
+            f"(its last node went){unmet}"
+        )
+    for r in view.returned:
+        out.append(
+            f"  {r.workload}: {r.topology_key}={r.domain} is back (lost at {_when(r.lost_since)})"
+        )
+    for p in view.phases:
+        if p.phase is DomainPhase.RECOVERING:
+            done = p.workloads_at_start - p.workloads
+            detail = f"since {_when(p.since)}; {p.workloads} workload(s) still skewed over it" + (
+                f", {done} of {p.workloads_at_start} rebalanced" if done > 0 else ""
+            )
+        elif p.phase is DomainPhase.NORMAL:
+            detail = "recovered: no workload skewed over it"
+        else:
+            detail = f"since {_when(p.since)}; {p.workloads} workload(s) skewed over it"
+        out.append(f"  {p.topology_key}={p.domain}: {p.phase.value} ({detail})")
+    return ["", "Domains:", *out] if out else []
 
 
 def pending_text(pending: tuple[PendingPod, ...]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from respread.analysis.domain_memory import DomainView
 from respread.analysis.groups import WorkloadRef
 from respread.analysis.pending import PendingPod
 from respread.core.timestamps import format_rfc3339
@@ -223,6 +224,9 @@ def build_status(
         pending=tuple(_pending(p) for p in report.pending[:limit]),
         pending_total=len(report.pending),
         outages=report.outages[:limit],
+        domains=DomainView(
+            report.domains.lost[:limit], report.domains.returned[:limit], report.domains.phases
+        ),
     )
 
 

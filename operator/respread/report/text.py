@@ -19,7 +19,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
-from respread.report.pending_text import outages_text, pending_text
+from respread.report.pending_text import domains_text, outages_text, pending_text
 from respread.scheduling.controller import Tier
 
 ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
@@ -59,6 +59,7 @@ def render_text(report: Report) -> str:
         out.append("")
         out.extend(_plan_text(report))
     out.extend(pending_text(report.pending))
+    out.extend(domains_text(report.domains))
     out.extend(deletion_cost_text(report.deletion_cost))
     out.extend(_surge_text(report.surge, report.policy.mode))
     return "\n".join(out) + "\n"

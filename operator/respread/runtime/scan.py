@@ -350,6 +350,21 @@ def _events(result: Scan, acted: Acted) -> list[tuple[str, bool, str]]:
         )
         for o in result.report.outages
     )
+    domains = result.report.domains
+    out.extend(
+        (
+            "DomainLost",
+            True,
+            f"{d.workload} lost {d.topology_key}={d.domain}"
+            + (f"; minDomains {d.min_domains} unmet" if d.min_domains_unmet else ""),
+        )
+        for d in domains.lost
+        if d.new
+    )
+    out.extend(
+        ("DomainReturned", False, f"{r.workload}: {r.topology_key}={r.domain} is back")
+        for r in domains.returned
+    )
     told = cost_event(acted.counts)
     if told is not None:
         out.append(told)
