@@ -33,6 +33,7 @@ from respread.remedies.cost.owner import Ownership
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.ramp import ramp_holds, ramp_plan
+from respread.remedies.evict.unblock import with_unblocking
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import Changes, changes
@@ -172,6 +173,15 @@ def _scan(
     chosen = defer_surged(chosen, surge.busy)
     costs = hold_costs(_costs(analysis, policy, others, memo), surge.busy)
     pending = tuple(pending_pods(analysis, policy, now))
+    chosen = with_unblocking(
+        chosen,
+        pending,
+        analysis,
+        policy,
+        now=now,
+        last_eviction=history.last_eviction,
+        held=held,
+    )
     report = build_report(
         analysis,
         chosen,

@@ -59,6 +59,9 @@ def render_text(report: Report) -> str:
         out.append("")
         out.extend(_plan_text(report))
     out.extend(pending_text(report.pending))
+    if not report.violations and report.evictions:  # evictions that unblock pending pods
+        out.append("")
+        out.extend(_plan_text(report))
     out.extend(domains_text(report.domains))
     out.extend(deletion_cost_text(report.deletion_cost))
     out.extend(_surge_text(report.surge, report.policy.mode))

@@ -149,3 +149,40 @@ def test_the_scheduler_message_is_kept_as_evidence() -> None:
     policy = make.eviction_policy()
     (p,) = pending_pods(analyze(cluster, policy), policy, now=1000.0)
     assert p.evidence == "Unschedulable: 0/2 nodes are available"
+
+
+def _full_zone_c(*budgets: Any) -> Any:
+    nodes = [
+        make.zone_node("a1", "a", allocatable=ROOMY),
+        make.zone_node("b1", "b", allocatable=ROOMY),
+        make.zone_node("c1", "c", allocatable=TIGHT),
+    ]
+    pods = [_web("web-a", "a1"), _web("web-b", "b1"), _web("web-p", None)]
+    return make.state(nodes, [*pods, _other("batch-0", "c1", 800)], budgets=budgets)
+
+
+# name -> (budgets, policy settings, the pods the plan evicts)
+PLANS: dict[str, tuple[Any, ...]] = {
+    "the move that makes room is planned": ((), {}, ["batch-0"]),
+    "a budget that allows no disruption refuses it": (
+        (make.budget("batch", make.sel(app="batch"), allowed=0),),
+        {},
+        [],
+    ),
+    "a budget that allows one lets it": (
+        (make.budget("batch", make.sel(app="batch"), allowed=1),),
+        {},
+        ["batch-0"],
+    ),
+    "maxPerRun 0 leaves it out": ((), {"max_per_run": 0}, []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_the_plan_makes_the_unblocking_move_within_budgets_and_caps(name: str) -> None:
+    from respread.pipeline import scan
+
+    budgets, settings, evicted = PLANS[name]
+    result = scan(_full_zone_c(*budgets), make.eviction_policy(**settings), 1000.0)
+    assert [e.pod for e in result.report.evictions] == evicted
+    assert [p.pod.name for p in result.report.pending] == ["web-p"]
