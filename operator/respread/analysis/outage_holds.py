@@ -19,10 +19,14 @@ from respread.scheduling.outages import Outage
 
 
 def touching(group: Group, found: Iterable[Outage]) -> list[Outage]:
-    """The outages of the group's key among its eligible domains."""
+    """The outages of the group's key among its eligible domains, or holding its pods (on
+    nodes its inclusion policies leave out: a tainted domain under nodeTaintsPolicy Honor)."""
     key = group.constraint.key
     domains = set(group.domains)
-    return [o for o in found if o.key == key and o.domain in domains]
+    on = group.members.by_node
+    return [
+        o for o in found if o.key == key and (o.domain in domains or any(n in on for n in o.nodes))
+    ]
 
 
 def outage_note(outages: Iterable[Outage]) -> str:
