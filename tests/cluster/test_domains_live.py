@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_harness import FAKE_NODE_ANNOTATION
 from kube_helpers import parse_time, wait_for
 from scene import Scene
 from tests.support.builders import constraint, deployment, sel
@@ -218,27 +217,28 @@ def test_a_stateful_set_pinned_by_its_volumes_is_counted_and_never_moved(
     assert "Traceback" not in operator.read_text(errors="replace")
 
 
-def _manage(scene: Scene, node: str, managed: bool) -> None:
-    """Hand the fake node to kwok, or take it away: unmanaged, nothing renews its lease, and the
-    node lifecycle controller marks it NotReady with the unreachable taints."""
-    key, value = FAKE_NODE_ANNOTATION
-    scene.core.patch_node(node, {"metadata": {"annotations": {key: value if managed else None}}})
-
-
-def _down(scene: Scene, node: str) -> bool:
-    n = scene.core.read_node(node)
-    taints = {t.key for t in n.spec.taints or ()}
-    return "node.kubernetes.io/unreachable" in taints
+def _unmanaged_node(scene: Scene, name: str, zone: str) -> None:
+    """A node kwok does not run: nothing renews its lease, the TaintNodesByCondition admission
+    plugin taints it not-ready and the node lifecycle controller keeps it NotReady (then
+    unreachable): a zone that is down. (kwok v0.7 does not take over a node whose annotation
+    changes later: the zone comes back as nodes replaced by ones kwok runs.)"""
+    labels = {**scene.nodes.node_selector, ZONE: zone, "kubernetes.io/hostname": name}
+    scene.core.create_node(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+    )
+    scene.nodes.created.append(name)
 
 
 def test_a_zone_outage_holds_evictions_and_its_recovery_ramps(scene: Scene, operator: Path) -> None:
-    scene.nodes.create_zones({"zone-a": 2, "zone-b": 2, "zone-c": 2})
-    # nodeTaintsPolicy Honor: while zone-c is tainted it is not a domain, and the replacements
-    # of its pods pack zone-a and zone-b; once it is back, the workload is skewed 6/6/0
+    scene.nodes.create_zones({"zone-a": 2, "zone-b": 2})
+    zone_c = [f"{scene.nodes.pool}-zone-c-{i}" for i in range(2)]
+    for node in zone_c:
+        _unmanaged_node(scene, node, "zone-c")
+    # nodeTaintsPolicy Honor: while zone-c is down (tainted) it is not a domain, and the pods
+    # go to zone-a and zone-b; once it is back, the workload is skewed 6/6/0
     _deployment(scene, "web", 12, cpu=100, max_skew=1, taints=Policy.HONOR)
     scene.ready("web", 12)
-    assert _zones_of(scene, "web") == {"zone-a": 4, "zone-b": 4, "zone-c": 4}
-    zone_c = [f"{scene.nodes.pool}-zone-c-{i}" for i in range(2)]
+    assert _zones_of(scene, "web") == {"zone-a": 6, "zone-b": 6}
     name = f"rbp-{scene.namespace}"
     spec = {
         "mode": "Enforce",
@@ -250,11 +250,8 @@ def test_a_zone_outage_holds_evictions_and_its_recovery_ramps(scene: Scene, oper
         },
         "outages": {"gracePeriod": "10s", "recovery": {"maxShare": 25, "interval": "40s"}},
     }
+    mark = scene.audit.mark()
     with scene.rebalancing(name, **spec):
-        for node in zone_c:
-            _manage(scene, node, False)
-        for node in zone_c:
-            wait_for(lambda n=node: _down(scene, n), 180, f"{node} unreachable")  # type: ignore[misc]
 
         def phase(wanted: str) -> dict[str, Any] | None:
             phases = scene.status(name).get("domainPhases") or []
@@ -262,49 +259,34 @@ def test_a_zone_outage_holds_evictions_and_its_recovery_ramps(scene: Scene, oper
             return hit[0] if hit else None
 
         wait_for(lambda: phase("Outage"), 90, "zone-c's Outage phase in the status")
-        st = scene.status(name)
-        assert {(o["topologyKey"], o["domain"]) for o in st["outages"]} == {(ZONE, "zone-c")}
-        mark = scene.audit.mark()
-        # what the taint manager does once the pods' tolerationSeconds run out
-        for p in scene.pods("web"):
-            if p.spec.node_name in zone_c:
-                scene.core.delete_namespaced_pod(
-                    p.metadata.name, scene.namespace, grace_period_seconds=0
-                )
-        wait_for(
-            lambda: _zones_of(scene, "web") == {"zone-a": 6, "zone-b": 6} or None,
-            120,
-            "the replacements packed into zone-a and zone-b",
-        )
-        scene.ready("web", 12)
-        time.sleep(25)  # scans during the outage
+        outages = scene.status(name).get("outages") or []
+        assert (ZONE, "zone-c") in {(o["topologyKey"], o["domain"]) for o in outages}
+        time.sleep(20)  # scans during the outage
         assert scene.evictions(mark) == []
-        # zone-c comes back
+        # zone-c comes back: its nodes replaced by nodes kwok runs, Ready and untainted
         for node in zone_c:
-            _manage(scene, node, True)
+            scene.nodes.delete(node)
         for node in zone_c:
-            wait_for(lambda n=node: not _down(scene, n), 180, f"{node} Ready again")  # type: ignore[misc]
+            scene.nodes.create(node, "zone-c")
         back = time.time()
         wait_for(lambda: phase("Recovering") or phase("Normal"), 90, "zone-c recovering")
 
         def balanced() -> bool:
             zones = _zones_of(scene, "web")
-            return bool(max(zones.values()) - min(zones.get(z, 0) for z in zones) <= 1) and (
-                len(zones) == 3
-            )
+            return len(zones) == 3 and max(zones.values()) - min(zones.values()) <= 1
 
-        wait_for(balanced, 240, "web balanced over the three zones again")
+        wait_for(balanced, 300, "web balanced over the three zones again")
         wait_for(lambda: phase("Normal"), 90, "zone-c Normal")
-        evicted = [
+        evicted = sorted(
             parse_time(e["requestReceivedTimestamp"])
             for e in scene.evictions(mark)
-            if e.get("responseStatus", {}).get("code") in (200, 201)
-        ]
+            if (e.get("responseStatus") or {}).get("code") in (200, 201)
+        )
     assert evicted, "the recovery moved pods back by eviction"
-    assert all(t >= back - 5 for t in evicted), "no eviction before zone-c was back"
-    # the ramp: at most 25% of 12 = 3 evictions per 40 s step
-    first = min(evicted)
+    assert evicted[0] >= back - 5, "no eviction before zone-c was back"
+    # the ramp: at most 25% of 12 = 3 evictions per 40 s step; 6/6/0 -> 4/4/4 takes 4 moves
+    first = evicted[0]
     assert len([t for t in evicted if t < first + 30]) <= 3, evicted
-    assert len(evicted) >= 4, evicted  # 6/6/0 -> 4/4/4 takes four moves: two steps at least
-    assert max(evicted) - first >= 30, evicted
+    assert len(evicted) >= 4, evicted
+    assert evicted[-1] - first >= 30, evicted
     assert "Traceback" not in operator.read_text(errors="replace")

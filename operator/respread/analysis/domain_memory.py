@@ -153,8 +153,8 @@ def remember(
             lost_view.append(
                 LostDomain(workload, key, d, since, min_domains, len(domains), new=new)
             )
-    recovering, phases = _phases(memory, analysis, down, now)
-    after = DomainMemory(known, lost, down, recovering)
+    recovering, phases, outages_kept = _phases(memory, analysis, down, now)
+    after = DomainMemory(known, lost, outages_kept, recovering)
     return after, DomainView(tuple(lost_view), tuple(returned), phases)
 
 
@@ -163,23 +163,30 @@ def _phases(
     analysis: Analysis,
     down: Mapping[DomainKey, float | None],
     now: float,
-) -> tuple[dict[DomainKey, Recovery], tuple[PhaseEntry, ...]]:
+) -> tuple[dict[DomainKey, Recovery], tuple[PhaseEntry, ...], dict[DomainKey, float | None]]:
+    """The recoveries to remember, the phases to report, and the outages to remember: those
+    found now, and those whose domain has no Ready node left (its nodes gone, or being
+    replaced): an outage ends when a node of its domain is Ready again."""
     violated = analysis.violations
     labelled = {(k, v) for n in analysis.index.state.nodes if n.ready for k, v in n.labels.items()}
-    recovering = {k: r for k, r in memory.recovering.items() if k not in down}
+    outages = dict(down)
+    for key, since in memory.outages.items():
+        if key not in down and key not in labelled:
+            outages[key] = since
+    recovering = {k: r for k, r in memory.recovering.items() if k not in outages}
     for key in memory.outages:
-        if key not in down and key in labelled and key not in recovering:
+        if key not in outages and key not in recovering:
             recovering[key] = Recovery(now, len(_over(violated, key)))
     phases = [
         PhaseEntry(k, d, DomainPhase.OUTAGE, since, len(_over(violated, (k, d))))
-        for (k, d), since in sorted(down.items())
+        for (k, d), since in sorted(outages.items())
     ]
     for key, r in sorted(recovering.items()):
         left = len(_over(violated, key))
         phase = DomainPhase.RECOVERING if left else DomainPhase.NORMAL
         phases.append(PhaseEntry(key[0], key[1], phase, r.since, left, r.workloads))
     still = {k: r for k, r in recovering.items() if _over(violated, k)}
-    return still, tuple(phases)
+    return still, tuple(phases), outages
 
 
 def over(groups: Iterable[Group], key: DomainKey) -> set[WorkloadRef]:

@@ -108,3 +108,16 @@ def test_a_new_leader_reads_lost_domains_and_recoveries_back_from_the_status() -
     assert restored.domains.lost == second.memory.domains.lost
     back = _scan(abc, {"a1": 1, "b1": 1}, restored, 400.0)
     assert [(r.domain, r.lost_since) for r in back.report.domains.returned] == [("c", 200.0)]
+
+
+def test_an_outage_whose_nodes_are_replaced_recovers_when_the_new_nodes_are_ready() -> None:
+    healthy = [make.zone_node(n, n[0]) for n in ("a1", "b1", "c1")]
+    down = [*healthy[:2], make.zone_node("c1", "c", taints=DOWN, ready=False)]
+    placed = {"a1": 4, "b1": 4}
+    outage = _scan(down, placed, Memory(holds=True), 1000.0)
+    gone = _scan(healthy[:2], placed, outage.memory, 1100.0)  # c1 deleted, not yet replaced
+    assert [(p.domain, p.phase) for p in gone.report.domains.phases] == [("c", DomainPhase.OUTAGE)]
+    back = _scan(healthy, placed, gone.memory, 1200.0)
+    assert [(p.domain, p.phase) for p in back.report.domains.phases] == [
+        ("c", DomainPhase.RECOVERING)
+    ]
