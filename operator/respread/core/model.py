@@ -275,6 +275,17 @@ class Volume:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulingEvent:
+    """A FailedScheduling Event about a pod (core/v1 or events.k8s.io/v1): only its message."""
+
+    namespace: str
+    name: str  # the Event's
+    pod: str
+    message: str
+    time: float | None  # lastTimestamp, or eventTime
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str
@@ -427,3 +438,4 @@ class ClusterState:
     autoscalers: tuple[Autoscaler, ...] = ()
     claims: tuple[Claim, ...] = ()
     volumes: tuple[Volume, ...] = ()
+    scheduling_events: tuple[SchedulingEvent, ...] = ()

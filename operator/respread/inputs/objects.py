@@ -43,6 +43,7 @@ from respread.core.model import (
     ReplicaStatus,
     Requirement,
     Resources,
+    SchedulingEvent,
     Service,
     SpreadConstraint,
     Taint,
@@ -55,6 +56,7 @@ from respread.core.quantity import QuantityError, milli, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, documents_from_text, read_documents
 from respread.inputs.entries import LIST_ITEMS, LeftOut, Settled
+from respread.inputs.evidence import with_evidence
 from respread.inputs.volumes import pin_pods
 
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
@@ -145,7 +147,16 @@ class _Interner:
 
 
 Record = (
-    Node | Pod | DisruptionBudget | Workload | Service | Namespace | Autoscaler | Claim | Volume
+    Node
+    | Pod
+    | DisruptionBudget
+    | Workload
+    | Service
+    | Namespace
+    | Autoscaler
+    | Claim
+    | Volume
+    | SchedulingEvent
 )
 
 
@@ -233,6 +244,7 @@ class _Collector:
                 Autoscaler,
                 Claim,
                 Volume,
+                SchedulingEvent,
             )
         }
         self.problems: list[Problem] = []
@@ -311,8 +323,9 @@ class _Collector:
             autoscalers=tuple(records[Autoscaler]),
             claims=tuple(records[Claim]),
             volumes=tuple(records[Volume]),
+            scheduling_events=tuple(records[SchedulingEvent]),
         )
-        return LoadResult(pin_pods(state), tuple(self.problems))
+        return LoadResult(with_evidence(pin_pods(state)), tuple(self.problems))
 
 
 def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
@@ -917,6 +930,32 @@ def _claim(doc: Mapping[str, Any], intern: _Interner) -> Claim:
     return Claim(intern(namespace), name, volume)
 
 
+def _scheduling_event(doc: Mapping[str, Any], intern: _Interner) -> SchedulingEvent | None:
+    """A FailedScheduling Event about a pod (None for any other Event: not kept)."""
+    if doc.get("reason") != "FailedScheduling":
+        return None
+    _, name, namespace = _meta(doc, namespaced=True)
+    about = doc.get("involvedObject") or doc.get("regarding")  # core/v1, events.k8s.io/v1
+    if not isinstance(about, dict) or about.get("kind") != "Pod":
+        return None
+    pod = about.get("name")
+    if not isinstance(pod, str):
+        raise FieldError("involvedObject.name", "expected the pod's name")
+    text = doc.get("message") if "message" in doc else doc.get("note")
+    when = None
+    for key in ("lastTimestamp", "eventTime"):
+        value = doc.get(key)
+        if isinstance(value, str) and when is None:
+            try:
+                when = parse_rfc3339(value)
+            except ValueError:
+                raise FieldError(key, f"expected an RFC 3339 time, got {shown(value)}") from None
+    involved = about.get("namespace")
+    ns = involved if isinstance(involved, str) and involved else namespace
+    message = printable(text) if isinstance(text, str) else ""
+    return SchedulingEvent(intern(ns), name, pod, message, when)
+
+
 def _volume(doc: Mapping[str, Any], intern: _Interner) -> Volume:
     _, name, _ = _meta(doc, namespaced=False)
     spec = _map(doc, "", "spec")
@@ -1052,5 +1091,6 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], _Interner], Any]] = {
     "HorizontalPodAutoscaler": _autoscaler,
     "PersistentVolumeClaim": _claim,
     "PersistentVolume": _volume,
+    "Event": _scheduling_event,
     **dict.fromkeys(WORKLOAD_KINDS, _workload),
 }

@@ -75,3 +75,50 @@ def test_a_malformed_volume_affinity_names_the_field() -> None:
     assert [(p.kind, p.field) for p in loaded.problems] == [
         ("PersistentVolume", "spec.nodeAffinity.required")
     ]
+
+
+def test_a_failed_scheduling_event_is_the_evidence_of_a_pod_without_the_condition() -> None:
+    docs = [
+        {"kind": "Pod", "metadata": {"name": "web-0", "namespace": "shop"}, "spec": {}},
+        {
+            "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "shop"},
+            "spec": {},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "own condition",
+                    }
+                ]
+            },
+        },
+        *(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"web-{i}.{n}", "namespace": "shop"},
+                "involvedObject": {"kind": "Pod", "name": f"web-{i}", "namespace": "shop"},
+                "reason": "FailedScheduling",
+                "message": f"0/3 nodes are available ({n})",
+                "lastTimestamp": f"2030-01-01T00:0{n}:00Z",
+            }
+            for i in (0, 1)
+            for n in (1, 2)
+        ),
+        {
+            "kind": "Event",
+            "metadata": {"name": "other", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "web-0"},
+            "reason": "Scheduled",
+            "message": "not evidence",
+        },
+    ]
+    loaded = load_texts([("x", yaml.safe_dump_all(docs))])
+    assert loaded.problems == ()
+    assert {p.name: p.unschedulable for p in loaded.state.pods} == {
+        "web-0": "FailedScheduling: 0/3 nodes are available (2)",
+        "web-1": "Unschedulable: own condition",
+    }
