@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from respread.analysis.groups import Analysis, WorkloadRef, namespace_selected, wanted, workload_of
@@ -153,10 +153,25 @@ class _Judge:
         self.budgets = BudgetLedger(state.budgets)
         self._landing: LandingPredictor | None = None
         self._on_node: dict[str, list[Pod]] | None = None
+        # (ids of profile and spec, volumes, workload) -> (the profile and spec, kept so
+        # that their ids stay theirs, and the finding)
+        self._shapes: dict[tuple[object, ...], tuple[Profile, object, PendingPod | None]] = {}
 
     def pending(self, pod: Pod) -> PendingPod | None:
+        """The pod's finding; pods of one shape (profile, spec, volumes, workload) share it, so
+        a workload's many pending replicas cost one judgement over the nodes."""
+        profile = self.index.profile_of(pod)
+        key = (id(profile), id(pod.spec), pod.volume_pins, workload_of(pod, self.index))
+        hit = self._shapes.get(key)
+        if hit is None:
+            hit = self._shapes[key] = (profile, pod.spec, self._judge(pod, profile))
+        found = hit[2]
+        if found is None or found.pod is pod:
+            return found
+        return replace(found, pod=pod, evidence=pod.unschedulable or "")
+
+    def _judge(self, pod: Pod, profile: Profile) -> PendingPod | None:
         index = self.index
-        profile = index.profile_of(pod)
         hard = [
             i
             for i, c in enumerate(profile.constraints)
