@@ -558,9 +558,11 @@ SCHEMA: dict[str, Any] = {
                     "items": {
                         "properties": {
                             "domain": {"maxLength": 63, "type": "string"},
+                            "nodeCount": {"type": "integer"},
                             "nodes": {
+                                "description": "The first 20 of its nodes (nodeCount says how many).",
                                 "items": {"maxLength": 253, "type": "string"},
-                                "maxItems": 5000,
+                                "maxItems": 20,
                                 "type": "array",
                             },
                             "since": {"format": "date-time", "nullable": True, "type": "string"},

@@ -49,6 +49,7 @@ from respread.report.model import (
 from respread.scheduling.outages import Outage
 
 Json = dict[str, Any]
+OUTAGE_NODES_LISTED = 20  # an outage lists its first nodes (a zone may have thousands)
 
 
 def _workload(w: WorkloadRef) -> Json:
@@ -297,7 +298,8 @@ def outage_json(o: Outage) -> Json:
     return {
         "topologyKey": o.key,
         "domain": o.domain,
-        "nodes": list(o.nodes),
+        "nodes": list(o.nodes[:OUTAGE_NODES_LISTED]),
+        "nodeCount": len(o.nodes),
         "since": format_rfc3339(o.since) if o.since is not None else None,
     }
 
