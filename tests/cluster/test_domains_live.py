@@ -217,6 +217,12 @@ def test_a_stateful_set_pinned_by_its_volumes_is_counted_and_never_moved(
     assert "Traceback" not in operator.read_text(errors="replace")
 
 
+def _down(scene: Scene, node: str) -> bool:
+    """The node lifecycle controller has tainted the node unreachable."""
+    n = scene.core.read_node(node)
+    return "node.kubernetes.io/unreachable" in {t.key for t in n.spec.taints or ()}
+
+
 def _unmanaged_node(scene: Scene, name: str, zone: str) -> None:
     """A node kwok does not run: nothing renews its lease, the TaintNodesByCondition admission
     plugin taints it not-ready and the node lifecycle controller keeps it NotReady (then
@@ -227,6 +233,19 @@ def _unmanaged_node(scene: Scene, name: str, zone: str) -> None:
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
     )
     scene.nodes.created.append(name)
+    # as a node whose kubelet stopped reporting: Ready Unknown (a node with no Ready condition
+    # at all is a new node, schedulable as far as the scheduler is concerned)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ready = {
+        "type": "Ready",
+        "status": "Unknown",
+        "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status.",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    scene.core.patch_node_status(name, {"status": {"conditions": [ready]}})
+    wait_for(lambda: _down(scene, name), 120, f"{name} tainted unreachable")
 
 
 def test_a_zone_outage_holds_evictions_and_its_recovery_ramps(scene: Scene, operator: Path) -> None:
