@@ -36,7 +36,8 @@ from respread.core.collector import gc_paused  # noqa: E402
 from respread.core.model import ClusterState  # noqa: E402
 from respread.inputs.objects import load_documents  # noqa: E402
 from respread.inputs.policy import DEFAULT_POLICY  # noqa: E402
-from respread.remedies.surge.plan import InFlight, Operation, operations  # noqa: E402
+from respread.remedies.surge.advance import InFlight, operations  # noqa: E402
+from respread.remedies.surge.operation import Operation  # noqa: E402
 from respread.remedies.surge.scope import follower_state  # noqa: E402
 
 NOW = time.time()

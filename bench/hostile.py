@@ -1,9 +1,10 @@
 """The inputs that reach respread's worst case per MB, and what `respread plan` takes on them.
 
 Each class below writes a snapshot of about ``--mb`` megabytes that is shaped to cost the most
-time or memory per byte in one part of respread (docs/limits.md, "The worst case per MB"), then
-runs ``respread plan`` (and ``explain`` where it matters) on it in a fresh process, ``--repeats``
-times, and prints the median wall-clock time and peak resident memory, per MB of input.
+time or memory per byte in one part of respread (docs/dev/input-bounds.md, "The worst case per
+MB"), then runs ``respread plan`` (and ``explain`` where it matters) on it in a fresh process,
+``--repeats`` times, and prints the median wall-clock time and peak resident memory, per MB of
+input.
 
     .venv/bin/python bench/hostile.py                      # every class at 1 MB
     .venv/bin/python bench/hostile.py --mb 4 --only affinity-in taints

@@ -12,7 +12,7 @@ On the clusters bench/generate.py produces (cached in bench/out/ by run.py), for
   paused while it computes);
 - what each plan leaves: the plan is applied (respread's moves where it predicted them; the
   descheduler's evictions gone and their replacements placed by respread's landing predictor,
-  the same assumption as the differential test, docs/oracles.md) and judged by respread's
+  the same assumption as the differential test, docs/dev/oracles.md) and judged by respread's
   analysis: DoNotSchedule groups still violated, their misplaced pods, replacements left Pending.
 
 Arguments for both: constraints [DoNotSchedule], topologyBalanceNodeFit true, kube-system

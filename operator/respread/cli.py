@@ -12,14 +12,13 @@ import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from respread import __version__
-from respread.analysis.groups import build_index
 from respread.analysis.pending import pending_pod
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
@@ -27,13 +26,24 @@ from respread.core.quantity import QuantityError, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, LeftOut, decode
 from respread.inputs.objects import LoadResult, documents_from_text, load_documents, load_texts
-from respread.inputs.policy import DEFAULT_POLICY, KIND, PolicyError, RebalancePolicy, parse_policy
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    KIND,
+    Mode,
+    PolicyError,
+    RebalancePolicy,
+    parse_policy,
+)
 from respread.inputs.scoping import within_namespace
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
-from respread.report.contract import pending_json, report_json
+from respread.remedies.evict.ledger import LEDGER, LedgerData
+from respread.report.compact import render_compact
+from respread.report.contract import move_json, pending_json, report_json
+from respread.report.model import CoverageSection, Report
+from respread.report.move import Context, would_move
 from respread.report.pending_text import pending_pod_text
-from respread.report.text import render_text
+from respread.report.text import move_text, render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -193,8 +203,6 @@ def load_snapshot(
         f"read {len(state.nodes)} nodes and {len(state.pods)} pods from {len(texts)} file(s)",
     )
     warn(result.problems, quiet)
-    if not result.state.nodes and not result.state.pods:
-        _fail("the snapshot holds no Node and no Pod objects")
     return result
 
 
@@ -318,22 +326,47 @@ def kube_calls() -> Iterator[None]:
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What `respread plan` scans with: the policy, the other policies (which of them orders a
-    ReplicaSet's costs) and the memory of the policy's earlier scans."""
+    ReplicaSet's costs), the memory of the policy's earlier scans, and the evictions the
+    eviction ledger records (every policy's)."""
 
     policy: RebalancePolicy
     others: tuple[RebalancePolicy, ...] = ()
     memory: Memory = NO_MEMORY
+    recorded: LedgerData = field(default_factory=dict)
 
 
-def live_scope(kubeconfig: str, context: str | None, name: str, quiet: bool) -> Scope:
-    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it."""
+def live_scope(args: argparse.Namespace, name: str) -> Scope:
+    """RebalancePolicy ``name`` read from a live cluster, as the operator scans it: in Enforce,
+    with the eviction ledger in the operator's namespace too."""
     from respread.kube.client import api_client
     from respread.kube.reader import read_policies
 
     with kube_calls():
-        api = api_client(kubeconfig, context)
+        api = api_client(args.kubeconfig, args.context)
         bodies = read_policies(api)
-    return policy_scope(bodies, name, api.configuration.host, quiet)
+    scope = policy_scope(bodies, name, api.configuration.host, args.quiet)
+    if scope.policy.mode is not Mode.ENFORCE:
+        return scope  # DryRun defers nothing for the ledger
+    return replace(scope, recorded=read_recorded(api, args.operator_namespace, args.quiet))
+
+
+def read_recorded(api: Any, namespace: str, quiet: bool) -> LedgerData:
+    """The eviction ledger's data, as the operator reads it before it plans; a ledger that
+    cannot be read is warned about (in one line) and left out."""
+    from respread.kube.client import KubeError
+    from respread.kube.ledger import read_ledger
+
+    with _logged():
+        try:
+            return read_ledger(api, namespace, LEDGER).data
+        except KubeError as err:
+            if not quiet:
+                print(
+                    f"respread: warning: {printable(str(err))}: planned without the eviction "
+                    "ledger (the other policies' evictions do not hold their workloads)",
+                    file=sys.stderr,
+                )
+            return {}
 
 
 def policy_scope(
@@ -375,16 +408,8 @@ def _deleting(body: dict[str, Any]) -> bool:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    named = args.policy_name
-    if named is not None and (args.kubeconfig is None or args.snapshot or args.policy):
-        _fail(
-            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
-            " without --snapshot or --policy"
-        )
-    scope = Scope(read_policy(args.policy))
+    scope = plan_scope(args)
     now = parse_now(args.now)
-    if named is not None:
-        scope = live_scope(args.kubeconfig, args.context, named, args.quiet)
     scope = replace(scope, policy=within_namespace(scope.policy, args.namespace))
     loaded = load_input(args)
     # The loaded state lives until the process ends: keep the cyclic collector, paused while
@@ -392,14 +417,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # rendering and writing the report trigger.
     gc.freeze()
     started = time.monotonic()
-    result = scan(loaded.state, scope.policy, now, scope.memory, others=scope.others)
+    result = scan(
+        loaded.state, scope.policy, now, scope.memory, others=scope.others, recorded=scope.recorded
+    )
     note(
         args.quiet, started, f"analysed {len(result.analysis.groups)} constraint groups and planned"
     )
+    warn_coverage(result.report.coverage, args.quiet)
     if args.output == "text":
         emit(None, args.output, render_text(result.report))
+    elif args.output == "compact":
+        emit(None, "text", render_compact(result.report))
     else:
         emit(report_json(result.report), args.output)
+    return plan_exit_code(result.report) if args.exit_code else 0
+
+
+EXIT_VIOLATIONS = 3  # plan --exit-code: violations found (2 is kept for errors)
+EXIT_NOT_CLEAR = 4  # plan --exit-code: none found, but the input was incomplete or empty
+
+
+def plan_exit_code(report: Report) -> int:
+    """`plan --exit-code`: 0 only for an all-clear the scan can vouch for."""
+    if report.violations:
+        return EXIT_VIOLATIONS
+    coverage = report.coverage
+    if coverage.nothing_selected or not coverage.complete:
+        return EXIT_NOT_CLEAR
     return 0
 
 
@@ -456,35 +500,103 @@ def explanation_text(ex: Explanation) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    policy = read_policy(args.policy)
     if args.pod.count("/") != 1 or not all(args.pod.split("/")) or args.pod.startswith("-"):
         _fail(f"expected NAMESPACE/POD, got {shown(args.pod)}")
+    scope = plan_scope(args)
     namespace, name = args.pod.split("/")
     loaded = load_input(args)
     pod = next((p for p in loaded.state.pods if p.namespace == namespace and p.name == name), None)
     if pod is None:
         _fail(f"pod {shown(args.pod)} is not in the {'cluster' if args.kubeconfig else 'snapshot'}")
-    index = build_index(loaded.state, policy)
-    ex = explain_pod(index, pod)
-    held = pending_pod(index, policy, pod, parse_now(args.now))
-    data = explanation_dict(ex)
-    text = explanation_text(ex) if args.output == "text" else None
-    if held is not None:  # an unbound pod that spread holds Pending: why, and what unblocks it
+    now = parse_now(args.now)
+    # The plan's own scan, so that the answer is the plan's: the same policy, memory and now.
+    result = scan(
+        loaded.state, scope.policy, now, scope.memory, others=scope.others, recorded=scope.recorded
+    )
+    ex = explain_pod(result.analysis.index, pod)
+    context = Context(
+        result.analysis,
+        result.plan,
+        scope.policy,
+        now,
+        result.memory.evictions.last_eviction,
+        result.held,
+    )
+    answer = would_move(pod, context, ex) if pod.node_name is not None else None
+    data = explanation_dict(ex) | ({"move": move_json(answer)} if answer is not None else {})
+    text = explanation_text(ex) + (move_text(answer) if answer is not None else "")
+    # An unbound pod that spread holds Pending: why, and what unblocks it.
+    held = pending_pod(result.analysis.index, scope.policy, pod, now)
+    if held is not None:
         data["pending"] = pending_json(held)
-        text = text and text + "\n" + "\n".join(pending_pod_text(held)) + "\n"
-    emit(data, args.output, text)
+        text += "\n" + "\n".join(pending_pod_text(held)) + "\n"
+    emit(data, args.output, text if args.output == "text" else None)
     return 0
 
 
+def plan_scope(args: argparse.Namespace) -> Scope:
+    """The policy, the other policies and the memory a scan runs with: --policy (or the
+    defaults), or with --policy-name the live policy as the operator scans it."""
+    named = args.policy_name
+    if named is None:
+        return Scope(read_policy(args.policy))
+    if args.kubeconfig is None or args.snapshot or args.policy:
+        _fail(
+            "--policy-name reads the policy from a live cluster: give it with --kubeconfig,"
+            " without --snapshot or --policy"
+        )
+    return live_scope(args, named)
+
+
 def load_input(args: argparse.Namespace) -> LoadResult:
-    """The cluster state from --snapshot, or read live with --kubeconfig (and --context)."""
+    """The cluster state from --snapshot, or read live with --kubeconfig (and --context); one
+    without a single Node is refused: nothing in it could be counted."""
     if (args.snapshot is None) == (args.kubeconfig is None):
         _fail("give exactly one of --snapshot and --kubeconfig")
     if args.kubeconfig is not None:
-        return load_live(args.kubeconfig, args.quiet, args.context)
-    if args.context is not None:
-        _fail("--context needs --kubeconfig (a snapshot has no contexts)")
-    return load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        loaded = load_live(args.kubeconfig, args.quiet, args.context)
+        where = "the cluster"
+    else:
+        if args.context is not None:
+            _fail("--context needs --kubeconfig (a snapshot has no contexts)")
+        loaded = load_snapshot(args.snapshot, quiet=args.quiet, limits=snapshot_limits(args))
+        where = "the snapshot"
+    if not loaded.state.nodes:
+        pods = len(loaded.state.pods)
+        _fail(
+            f"{where} holds no Node object ({pods} Pod(s)): no pod can be counted without its "
+            "node; include the nodes (kubectl get nodes,pods,... -A -o yaml)"
+        )
+    return loaded
+
+
+def warn_coverage(coverage: CoverageSection, quiet: bool) -> None:
+    """Pods on nodes the input lacks, by name, and a policy selecting nothing, on stderr (about
+    the input as a whole: "incomplete input:" and "selection:" lines, not about one file)."""
+    if quiet:
+        return
+    lines = [
+        f"incomplete input: pod {p.namespace}/{p.pod} is bound to node {p.node}, which the "
+        "input does not hold: left out of every count"
+        for p in coverage.pods_on_unknown_nodes[:MAX_WARNINGS]
+    ]
+    lost = len(coverage.pods_on_unknown_nodes)
+    if lost > MAX_WARNINGS:
+        lines.append(f"incomplete input: {lost - MAX_WARNINGS} more such pods (not shown)")
+    if lost:
+        lines.append(
+            f"incomplete input: {len(coverage.incomplete_groups)} constraint group(s) are "
+            "counted without them: their results are incomplete"
+        )
+    if coverage.nothing_selected:
+        lines.append(f"selection: the policy selects no pod: {coverage.nothing_selected}")
+    elif coverage.missing_namespaces:
+        lines.append(
+            "selection: namespace(s) selected by name do not exist: "
+            + ", ".join(coverage.missing_namespaces)
+        )
+    for line in lines:
+        print(f"respread: warning: {printable(line)}", file=sys.stderr)
 
 
 def snapshot_limits(args: argparse.Namespace) -> Limits:
@@ -541,7 +653,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
         " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
-        " policies)",
+        " policies; in Enforce, the evictions its ledger records)",
+    )
+    p.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
     )
     p.add_argument(
         "-n",
@@ -549,7 +668,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE",
         help="only this namespace's workloads (in place of the policy's namespaces)",
     )
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml", "compact"),
+        default="text",
+        help="text (default), json or yaml (the report contract), compact (a line per violation)",
+    )
+    p.add_argument(
+        "--exit-code",
+        action="store_true",
+        help=f"exit {EXIT_VIOLATIONS} when violations are found, {EXIT_NOT_CLEAR} when none are "
+        "but the input was incomplete or the policy selects no pod (2 stays for errors)",
+    )
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
     p.add_argument(
@@ -561,7 +692,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_plan)
 
-    e = sub.add_parser("explain", help="show how the scheduler judges one pod on every node")
+    e = sub.add_parser(
+        "explain",
+        help="show how the scheduler judges one pod on every node, and whether respread would "
+        "move it",
+    )
     e.add_argument(
         "--snapshot",
         action="append",
@@ -570,11 +705,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--kubeconfig", metavar="FILE", help="read a live cluster instead")
     e.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
-    e.add_argument("--policy", metavar="FILE")
-    e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument(
-        "--now", metavar="TIME", help="evaluate pod ages (of pods a move would evict) at this time"
+        "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
     )
+    e.add_argument(
+        "--policy-name",
+        metavar="NAME",
+        help="with --kubeconfig: answer as the operator would for RebalancePolicy NAME",
+    )
+    e.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
+    )
+    e.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
+    e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")
     e.add_argument(
@@ -625,10 +772,61 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--liveness", metavar="URL", help="serve liveness, e.g. http://0.0.0.0:8080/healthz"
     )
+    r.add_argument(
+        "--readiness", metavar="URL", help="serve readiness, e.g. http://0.0.0.0:8081/readyz"
+    )
     r.add_argument("--metrics-port", type=int, default=9090, help="0 disables the metrics server")
+    _bound_arguments(r)
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
+
+
+# Every bound of `respread run` (DURATION, e.g. 30s or 500ms): the flag, else the environment
+# variable, else the default.
+BOUNDS = (
+    ("--connect-timeout", "RESPREAD_CONNECT_TIMEOUT", "5s", "to connect to the API server"),
+    ("--request-timeout", "RESPREAD_REQUEST_TIMEOUT", "30s", "for each answer of a request"),
+    ("--scan-deadline", "RESPREAD_SCAN_DEADLINE", "2m", "for a scan, its requests included"),
+    ("--plan-max-age", "RESPREAD_PLAN_MAX_AGE", "1m", "a plan older than this is not acted on"),
+    ("--catch-up", "RESPREAD_CATCH_UP", "30s", "to show the watch cache current"),
+    ("--pause-threshold", "RESPREAD_PAUSE_THRESHOLD", "5s", "a gap this long is a pause"),
+)
+
+
+def _bound_arguments(r: argparse.ArgumentParser) -> None:
+    for flag, env, default, what in BOUNDS:
+        r.add_argument(
+            flag,
+            metavar="DURATION",
+            default=os.environ.get(env, default),
+            help=f"{what} (default: ${env}, else {default})",
+        )
+
+
+def parse_bounds(args: argparse.Namespace) -> Any:
+    """The Bounds the flags (or their variables) say; a UsageError names a bad one."""
+    from respread.inputs.policy import PolicyError, parse_duration
+    from respread.kube.client import Timeouts
+    from respread.runtime.guard import ScanLimits
+    from respread.runtime.heartbeat import PauseSettings
+    from respread.runtime.operator import Bounds
+
+    values = {}
+    for flag, _, _, _ in BOUNDS:
+        raw = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values[flag] = parse_duration(raw, flag)
+        except PolicyError as err:
+            raise UsageError(f"{flag}: {err.message}") from None
+        if values[flag] <= 0:
+            raise UsageError(f"{flag}: must be more than 0, got {raw}")
+    threshold = values["--pause-threshold"]
+    return Bounds(
+        Timeouts(values["--connect-timeout"], values["--request-timeout"]),
+        ScanLimits(values["--scan-deadline"], values["--plan-max-age"], values["--catch-up"]),
+        PauseSettings(period=min(0.5, threshold / 4), threshold=threshold),
+    )
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -678,6 +876,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             identity=args.identity,
             timing=timing,
         )
+    bounds = parse_bounds(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -693,6 +892,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             election=election,
             liveness=args.liveness,
             metrics_port=args.metrics_port or None,
+            bounds=bounds,
+            readiness=args.readiness,
+            namespace=args.lease_namespace,
         )
     except KubeError as err:
         _fail(str(err))

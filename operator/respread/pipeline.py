@@ -10,6 +10,11 @@ the status) both call it. What one scan of a policy hands the next is a `Memory`
 and returned, never changed: the operator keeps the one returned (with the evictions it then
 made, `recorded`), a newly elected leader or `respread plan --policy-name` starts from the one
 the policy's status holds (`Memory.from_status`), and a one-off plan has none (`NO_MEMORY`).
+
+Beside the memory, which is the policy's own, `recorded` is what the eviction ledger holds
+(remedies/evict/ledger.py): every policy's recent evictions, as the operator (or `respread plan
+--policy-name`) read them before planning. In Enforce, the workloads they hold are deferred, as
+the workloads the memory holds back are.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
-from respread.analysis.domain_memory import NO_DOMAINS, DomainMemory, remember
+from respread.analysis.coverage import coverage_of
+from respread.analysis.domain_memory import NO_DOMAINS, DomainMemory, DomainView, remember
 from respread.analysis.groups import Analysis, WorkloadRef, analyze, build_index
 from respread.analysis.outage_holds import held_by_outages
 from respread.analysis.pending import pending_pods
@@ -31,16 +37,17 @@ from respread.remedies.cost.memo import CostMemo
 from respread.remedies.cost.order import CostPlan, plan_costs
 from respread.remedies.cost.owner import Ownership
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
+from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.ramp import ramp_holds, ramp_plan
 from respread.remedies.evict.unblock import with_unblocking
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
-from respread.report.changes import Changes, changes
+from respread.report.changes import Before, Changes, changes, scope_left
 from respread.report.model import Report, WorkloadHistory
-from respread.report.stored import remembered
+from respread.report.stored import remembered, scanned_generation, still_true
 from respread.report.stored_domains import stored_domains
-from respread.scheduling.outages import by_key, constraint_keys, outages
+from respread.scheduling.outages import Outage, by_key, constraint_keys, outages
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,12 @@ class Memory:
     # Hold workloads back in Enforce (a replacement not Ready yet, a back-off), as the operator
     # does from one scan to the next; a one-off plan holds nothing.
     holds: bool = False
+    # What the Events of the next scan compare with: the policy's generation scanned (a
+    # violation gone after a change of spec left the scope rather than being resolved),
+    # whether the policy selected pods and whether every pod was on a known node.
+    generation: int | None = None
+    selected: bool = True
+    complete: bool = True
     domains: DomainMemory = NO_DOMAINS  # lost domains, outages, recoveries
 
     @classmethod
@@ -76,8 +89,16 @@ class Memory:
             if w.backoff_until is not None:
                 until[ref] = w.backoff_until
         causes = {key: Attribution(c, m) for key, (c, m) in known.causes.items()}
-        history = EvictionHistory(last, pending, level, until)
-        return cls(history, None, causes, holds=True, domains=stored_domains(status))
+        return cls(
+            EvictionHistory(last, pending, level, until),
+            None,
+            causes,
+            holds=True,
+            generation=scanned_generation(status),
+            selected=still_true(status, "PodsSelected"),
+            complete=still_true(status, "InputComplete"),
+            domains=stored_domains(status),
+        )
 
     def histories(self) -> list[WorkloadHistory]:
         """Every workload the eviction history knows something about (`status.cooldowns`)."""
@@ -116,6 +137,7 @@ class Scan:
     report: Report
     changes: Changes  # violations found and resolved since the memory's scan
     memory: Memory  # for the next scan
+    held: Mapping[WorkloadRef, str] = field(default_factory=dict)  # workloads held back, why
 
 
 def scan(
@@ -126,13 +148,15 @@ def scan(
     *,
     others: Sequence[RebalancePolicy] = (),
     memo: CostMemo | None = None,
+    recorded: LedgerData | None = None,
 ) -> Scan:
     """One scan of ``policy`` over ``state`` at ``now``. ``others``: the other policies not being
     deleted (which of them orders a ReplicaSet's costs); ``memo``: the deletion-cost orders of
-    the policy's last scan, an exact cache (the plan is the same without it), updated in place.
+    the policy's last scan, an exact cache (the plan is the same without it), updated in place;
+    ``recorded``: the eviction ledger's data (every policy's recent evictions).
     CPU-bound: the operator runs it in a worker thread."""
     with gc_paused():  # the analysis makes many long-lived, acyclic objects
-        return _scan(state, policy, now, memory, others=others, memo=memo)
+        return _scan(state, policy, now, memory, others=others, memo=memo, recorded=recorded or {})
 
 
 def _scan(
@@ -143,31 +167,27 @@ def _scan(
     *,
     others: Sequence[RebalancePolicy],
     memo: CostMemo | None,
+    recorded: LedgerData,
 ) -> Scan:
-    found = outages(
-        state.nodes,
-        constraint_keys(state, policy.constraints.default_constraints),
-        now,
-        policy.outages.grace_period,
-    )
-    kep = policy.outages.counting is OutageCounting.KEP5980
-    index = build_index(state, policy, by_key(found) if kep and found else None)
-    analysis = analyze(state, policy, index)
+    found, analysis = _analyze(state, policy, now)
+    covered = coverage_of(analysis, policy)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
-    held = (
-        history.held(now, unready_workloads(state, analysis))
-        if memory.holds and policy.mode is Mode.ENFORCE
-        else {}
-    )
     domains, view = remember(memory.domains, analysis, found, now)
     outage_held = held_by_outages(analysis, found, policy)
-    ramp = ramp_holds(analysis, view, policy, history.last_eviction, now)
-    held = {**held, **ramp, **outage_held}
-    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
-    evictions = ramp_plan(evictions, analysis, view, policy)
-    if outage_held:  # not even for later runs while the outage lasts
-        kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)
-        evictions = replace(evictions, deferred=kept)
+    held = {
+        **_held(state, analysis, policy, now, memory=memory, history=history, recorded=recorded),
+        **ramp_holds(analysis, view, policy, history.last_eviction, now),
+        **outage_held,
+    }
+    evictions = _planned(
+        analysis,
+        policy,
+        now,
+        history=history,
+        held=held,
+        view=view,
+        outage_held=outage_held,
+    )
     chosen = apply_remediation(evictions, policy)
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
     chosen = defer_surged(chosen, surge.busy)
@@ -190,13 +210,89 @@ def _scan(
         costs,
         surge=surge,
         carried=memory.causes,
+        coverage=covered,
         pending=pending,
         outages=found,
         domains=view,
     )
-    after = Memory(history, PreviousScan.of(analysis), _causes(report), memory.holds, domains)
-    changed = changes(report, frozenset(memory.causes))  # every violation, not just those shown
-    return Scan(analysis, chosen, surge, costs, report, changed, after)
+    after = Memory(
+        history,
+        PreviousScan.of(analysis),
+        _causes(report),
+        memory.holds,
+        generation=policy.generation,
+        selected=not covered.nothing_selected,
+        complete=not covered.pods_on_unknown_nodes,
+        domains=domains,
+    )
+    changed = _changes(report, analysis, policy, memory)
+    return Scan(analysis, chosen, surge, costs, report, changed, after, held)
+
+
+def _analyze(
+    state: ClusterState, policy: RebalancePolicy, now: float
+) -> tuple[tuple[Outage, ...], Analysis]:
+    """The domains in an outage, and the analysis: under KEP-5980's counting, without them
+    (they count toward minDomains only)."""
+    found = outages(
+        state.nodes,
+        constraint_keys(state, policy.constraints.default_constraints),
+        now,
+        policy.outages.grace_period,
+    )
+    kep = policy.outages.counting is OutageCounting.KEP5980
+    index = build_index(state, policy, by_key(found) if kep and found else None)
+    return found, analyze(state, policy, index)
+
+
+def _planned(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float,
+    *,
+    history: EvictionHistory,
+    held: Mapping[WorkloadRef, str],
+    view: DomainView,
+    outage_held: Mapping[WorkloadRef, str],
+) -> Plan:
+    """The evictions: planned, paced while domains recover, and none deferred on account of an
+    outage (not even for later runs while it lasts)."""
+    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=dict(held))
+    evictions = ramp_plan(evictions, analysis, view, policy)
+    if outage_held:
+        kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)
+        evictions = replace(evictions, deferred=kept)
+    return evictions
+
+
+def _changes(
+    report: Report, analysis: Analysis, policy: RebalancePolicy, memory: Memory
+) -> Changes:
+    """What changed since the memory's scan: every violation, not just those shown."""
+    respecified = memory.generation is not None and memory.generation != policy.generation
+    before = Before(frozenset(memory.causes), memory.generation, memory.selected, memory.complete)
+    return changes(report, before, scope_left(analysis, policy, respecified))
+
+
+def _held(
+    state: ClusterState,
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float,
+    *,
+    memory: Memory,
+    history: EvictionHistory,
+    recorded: LedgerData,
+) -> dict[WorkloadRef, str]:
+    """The workloads held back this scan (Enforce, with holds), with why: those another scan's
+    evictions hold (the ledger: cooldowns across policies and leaders), then those the policy's
+    own history holds (a replacement not Ready yet, a back-off); held by both, the history's
+    reason is the one given."""
+    if not (memory.holds and policy.mode is Mode.ENFORCE):
+        return {}
+    workloads = {g.workload for g in analysis.groups}  # those a move can evict from
+    ledger = held_workloads(recorded, workloads, now=now, cooldown=policy.eviction.cooldown)
+    return {**ledger, **history.held(now, unready_workloads(state, analysis))}
 
 
 def _costs(

@@ -301,6 +301,17 @@ class Component:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
+    def pause(self) -> None:
+        """SIGSTOP the component's process group: it keeps its sockets, answers nothing, and
+        the kernel still accepts connections and requests for it (a frozen process, a VM
+        stall), which it handles when `resume()` sends SIGCONT."""
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGCONT)
+
     def tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
             text = self.log_path.read_text(errors="replace")
@@ -417,7 +428,8 @@ class ControlPlane:
 
     Attributes tests use: `kubeconfig` (admin, system:masters), `server`, `ca_file`, `audit`
     (an `AuditLog`), `logs_dir`, `tmp`; methods `restart_apiserver()`, `stop_apiserver()`,
-    `start_apiserver()`, `start_e2e()`, `user_kubeconfig(name, groups)`, `log_tails()`.
+    `start_apiserver()`, `start_e2e()`, `user_kubeconfig(name, groups)`, `log_tails()`,
+    `paused(name)` (a component SIGSTOPped for a block).
     """
 
     assets: Path
@@ -511,6 +523,17 @@ class ControlPlane:
     def stop_apiserver(self, graceful: bool = True) -> None:
         """SIGTERM (graceful shutdown, ~1 s) or, with graceful=False, SIGKILL (a crash)."""
         self.components["kube-apiserver"].stop(grace=STOP_GRACE if graceful else 0)
+
+    @contextlib.contextmanager
+    def paused(self, name: str) -> Iterator[None]:
+        """A component stopped (SIGSTOP) for the duration of the block, resumed (SIGCONT) after
+        it, even if the block fails."""
+        component = self.components[name]
+        component.pause()
+        try:
+            yield
+        finally:
+            component.resume()
 
     def restart_apiserver(self, graceful: bool = True) -> float:
         """Stop and start kube-apiserver in place (same port, certs, etcd); seconds until ready.

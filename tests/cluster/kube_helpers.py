@@ -376,6 +376,19 @@ def evictions(audit: Any, since: int, namespace: str | None = None) -> list[dict
     ]
 
 
+def status_writes(audit: Any, since: int, policy: str) -> list[dict[str, Any]]:
+    """The writes of RebalancePolicy ``policy``'s status since the audit log's mark ``since``."""
+    return [
+        e
+        for e in audit.events(since)
+        if e.get("stage") == "ResponseComplete"
+        and e.get("objectRef", {}).get("resource") == PLURAL
+        and e.get("objectRef", {}).get("subresource") == "status"
+        and e.get("objectRef", {}).get("name") == policy
+        and e.get("verb") in ("patch", "update")
+    ]
+
+
 def create_namespace(core: client.CoreV1Api, name: str) -> None:
     """A namespace with its `default` ServiceAccount: the ServiceAccount admission plugin refuses
     pods until it exists; the controller-manager creates it too, when it runs (either may win)."""

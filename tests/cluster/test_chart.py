@@ -7,7 +7,8 @@ alone); the ServiceMonitor compared with deploy/monitoring/'s; the values schema
 values and naming them; the values switching what they say.
 
 On the control plane: `helm install` into a fresh namespace, then the operator reaches a first
-status on the chart's policy with the chart's RBAC alone. The operator runs as a process (not
+status on the chart's policy with the chart's RBAC alone, and its service account keeps the
+eviction ledger (and reads no other ConfigMap). The operator runs as a process (not
 the image: test_image.py runs the image with deploy/'s RBAC) with the installed Deployment's own
 arguments (free ports instead of 8080 and 9090, which other tests on this machine may hold, and
 --lease-namespace, which a pod reads from its service account) and a token from the
@@ -38,6 +39,10 @@ from kube_harness import ControlPlane, free_port
 from kube_helpers import GROUP, PLURAL, VERSION, status_of, token_kubeconfig, wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from respread.kube.client import KubeError, api_client
+from respread.kube.ledger import LedgerObject, read_ledger, write_ledger
+from respread.remedies.evict.ledger import LEDGER
 
 pytestmark = pytest.mark.cluster
 
@@ -196,7 +201,7 @@ def test_the_chart_renders_what_deploy_renders_object_by_object(helm: Tool, kube
     assert [k[1] for k in set(deploy) - set(chart)] == ["Namespace"]
     assert set(chart) - set(deploy) == set()
     assert differences(chart, deploy) == []
-    assert len(chart) == 10
+    assert len(chart) == 12
 
 
 def test_the_service_monitor_is_deploy_monitorings(helm: Tool, kubectl: Tool) -> None:
@@ -220,6 +225,8 @@ REFUSED = [
     (["image.digest=sha256:abc"], "at '/image/digest'"),
     (["metrics.port=70000"], "at '/metrics/port'"),
     (["leaderElection.leaseDuration=15"], "at '/leaderElection/leaseDuration'"),
+    (["bounds.scanDeadline=10"], "at '/bounds/scanDeadline'"),
+    (["bounds.scanDedline=10s"], "additional properties 'scanDedline' not allowed"),
     (["leaderElection.enabled=false"], "replicas > 1 needs leaderElection.enabled"),
     (
         ["serviceAccount.create=false"],
@@ -254,12 +261,14 @@ def cluster_rules(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_values_switch_what_they_say(helm: Tool) -> None:
     single = render(helm, "leaderElection.enabled=false", "replicas=1")
     assert "--leader-elect" not in container(single)["args"]
-    assert rendered(single, "Role") == rendered(single, "RoleBinding") == []
+    ledger_only = ["respread-eviction-ledger"]  # no Lease; the eviction ledger is still kept
+    assert [r["metadata"]["name"] for r in rendered(single, "Role")] == ledger_only
+    assert [b["metadata"]["name"] for b in rendered(single, "RoleBinding")] == ledger_only
 
     quiet = render(helm, "metrics.enabled=false")
     args = container(quiet)["args"]
     assert args[args.index("--metrics-port") + 1] == "0"
-    assert [p["name"] for p in container(quiet)["ports"]] == ["health"]
+    assert [p["name"] for p in container(quiet)["ports"]] == ["health", "ready"]
     assert rendered(quiet, "Service") == []
 
     read_only = render(helm, "rbac.evict=false", "rbac.deletionCost=false", "rbac.surge=false")
@@ -275,13 +284,25 @@ def test_values_switch_what_they_say(helm: Tool) -> None:
 
     named = render(helm, release="platform")  # a release name without "respread" in it
     assert {d["metadata"]["name"] for d in rendered(named, "ClusterRole")} == {"platform-respread"}
-    [role] = rendered(named, "Role")
-    assert role["rules"][1]["resourceNames"] == ["platform-respread"]
+    roles = {r["metadata"]["name"]: r for r in rendered(named, "Role")}
+    assert set(roles) == {"platform-respread-leader-election", "platform-respread-eviction-ledger"}
+    assert roles["platform-respread-leader-election"]["rules"][1]["resourceNames"] == [
+        "platform-respread"
+    ]
+    assert roles["platform-respread-eviction-ledger"]["rules"][1]["resourceNames"] == [
+        "respread-evictions"  # the operator's ledger has one name, in the release namespace
+    ]
     lease = container(named)["args"]
     assert lease[lease.index("--lease-name") + 1] == "platform-respread"
     [sa] = rendered(named, "ServiceAccount")
     [binding] = rendered(named, "ClusterRoleBinding")
     assert binding["subjects"][0]["name"] == sa["metadata"]["name"] == "platform-respread"
+
+    bounded = container(render(helm, "bounds.scanDeadline=10s", "bounds.connectTimeout=1s"))
+    args = bounded["args"]
+    assert args[args.index("--scan-deadline") + 1] == "10s"
+    assert args[args.index("--connect-timeout") + 1] == "1s"
+    assert "--plan-max-age" not in args and "--plan-max-age" not in container(render(helm))["args"]
 
     enforcing = render(helm, "defaultPolicy.spec.mode=Enforce", "defaultPolicy.name=prod")
     [policy] = rendered(enforcing, "RebalancePolicy")
@@ -334,15 +355,24 @@ def release(
             raise
 
 
-def operator_args(deployment: client.V1Deployment, namespace: str) -> tuple[list[str], int, int]:
-    """The installed container's arguments, with free ports for health and metrics and the
-    Lease namespace a pod would read from its service account."""
+@dataclass(frozen=True)
+class Ports:
+    health: int
+    ready: int
+    metrics: int
+
+
+def operator_args(deployment: client.V1Deployment, namespace: str) -> tuple[list[str], Ports]:
+    """The installed container's arguments, with free ports for health, readiness and metrics,
+    and the namespace (the Lease's and the eviction ledger's) a pod would read from its service
+    account."""
     [c] = deployment.spec.template.spec.containers
-    health, metrics = free_port(), free_port()
+    ports = Ports(free_port(), free_port(), free_port())
     args = list(c.args)
-    args[args.index("--liveness") + 1] = f"http://127.0.0.1:{health}/healthz"
-    args[args.index("--metrics-port") + 1] = str(metrics)
-    return [*args, "--lease-namespace", namespace], health, metrics
+    args[args.index("--liveness") + 1] = f"http://127.0.0.1:{ports.health}/healthz"
+    args[args.index("--readiness") + 1] = f"http://127.0.0.1:{ports.ready}/readyz"
+    args[args.index("--metrics-port") + 1] = str(ports.metrics)
+    return [*args, "--lease-namespace", namespace], ports
 
 
 @dataclass
@@ -381,7 +411,7 @@ def test_the_chart_installs_and_the_operator_reaches_a_first_status_with_its_rba
     apps = client.AppsV1Api(api_client)
     deployment = apps.read_namespaced_deployment(release.name, release.namespace)
     assert deployment.spec.template.spec.service_account_name == release.name
-    args, health, metrics = operator_args(deployment, release.namespace)
+    args, ports = operator_args(deployment, release.namespace)
     assert args[:2] == ["run", "--leader-elect"]
 
     kubeconfig = token_kubeconfig(
@@ -435,12 +465,33 @@ def test_the_chart_installs_and_the_operator_reaches_a_first_status_with_its_rba
             release.name, release.namespace
         )
         assert lease.spec.holder_identity == pod_name
-        with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.health}/healthz", timeout=10) as r:
             assert r.status == 200
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.ready}/readyz", timeout=10) as r:
+            assert r.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.metrics}/metrics", timeout=10) as r:
             assert "respread_leader 1.0" in r.read().decode()
+        the_ledger_and_no_other_config_map(kubeconfig, release.namespace)
     finally:
         operator.stop()
+
+
+def the_ledger_and_no_other_config_map(kubeconfig: Path, namespace: str) -> None:
+    """The chart's service account keeps the eviction ledger as an Enforce scan does (create
+    it, read it, patch it with the version read, refused when that version is old) in the
+    release namespace, and may read no other ConfigMap."""
+    sa = api_client(str(kubeconfig))
+    assert read_ledger(sa, namespace, LEDGER) == LedgerObject({}, None)
+    assert write_ledger(sa, namespace, LEDGER, {"a": "[]"}, resource_version=None)
+    first = read_ledger(sa, namespace, LEDGER)
+    assert first.data == {"a": "[]"} and first.resource_version
+    patched = {"a": None, "b": "[]"}
+    assert write_ledger(sa, namespace, LEDGER, patched, resource_version=first.resource_version)
+    assert read_ledger(sa, namespace, LEDGER).data == {"b": "[]"}
+    stale = {"c": "[]"}
+    assert not write_ledger(sa, namespace, LEDGER, stale, resource_version=first.resource_version)
+    with pytest.raises(KubeError, match="HTTP 403"):
+        read_ledger(sa, namespace, "kube-root-ca.crt")  # in every namespace
 
 
 def test_upgrade_refuses_bad_values_takes_new_ones_and_the_crd_follows_the_documented_path(

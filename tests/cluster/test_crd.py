@@ -260,7 +260,8 @@ def test_crd_is_established_structural_and_named_as_documented(
     assert (version.name, version.served, version.storage) == (VERSION, True, True)
     assert version.subresources.status is not None
     assert [c.name for c in version.additional_printer_columns] == [
-        "Mode", "Violations", "Planned", "Evicted", "Last Scan", "Age",
+        "Mode", "Violations", "Planned", "Evicted", "Scan Evicted", "Next Eviction", "Last Scan",
+        "Age",
     ]  # fmt: skip
 
 
@@ -629,10 +630,12 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
         "summary": {
             "nodes": 6, "pods": 9, "constraintGroups": 2, "violations": 1, "unfixable": 0,
             "plannedEvictions": 1, "deferredEvictions": 1, "blocked": 0, "skipped": 2,
-            "evicted": 1, "failed": 0,
+            "evicted": 1, "failed": 0, "waiting": 0, "partlyFixable": 0,
         },
         "violationsTotal": 1,
         "planTotal": 2,
+        "evictedTotal": 7,
+        "nextEvictionTime": ts,
         "violations": [{
             "namespace": "shop",
             "workload": {"kind": "Deployment", "name": "web"},
@@ -644,7 +647,8 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
             "pods": 6, "violatingPods": 4, "minimumMoves": None, "violatingPodsAfterRun": 2,
             "fromDefaultConstraints": True,
             "cause": "ScaleDown", "causeMessage": "web scaled from 9 to 6 replicas",
-            "since": ts, "fixable": True, "remedy": "Evict",
+            "since": ts, "fixable": True, "verdict": "Fixable", "remedy": "Evict",
+            "incomplete": True,
             "message": "fixable by eviction (2 moves)",
         }],
         "plan": [
@@ -694,6 +698,10 @@ BAD_STATUSES: dict[str, tuple[dict[str, Any], str]] = {
         {"violations": [{"remedy": "Teleport"}]},
         "status.violations[0].remedy",
     ),
+    "violation-verdict-bogus": (
+        {"violations": [{"verdict": "Maybe"}]},
+        "status.violations[0].verdict",
+    ),
     "message-too-long": ({"violations": [{"message": "x" * 1025}]}, "status.violations[0].message"),
     "scan-time-not-a-time": ({"lastScanTime": "yesterday"}, "status.lastScanTime"),
 }
@@ -719,19 +727,22 @@ def columns(line: str) -> list[str]:
 
 def test_kubectl_get_shows_the_printer_columns(policies: Policies, kubectl: Kubectl) -> None:
     name = policies.create(policies.manifest({}))["metadata"]["name"]
+    due = "2030-01-01T00:10:00Z"
     policies.patch_status(
         name,
-        {"status": {"lastScanTime": now_rfc3339(),
+        {"status": {"lastScanTime": now_rfc3339(), "evictedTotal": 5, "nextEvictionTime": due,
                     "summary": {"violations": 2, "plannedEvictions": 1, "evicted": 0}}},
     )  # fmt: skip
     for resource in (PLURAL, "rbp"):  # the short name works too
         header, row = kubectl("get", resource, name).stdout.splitlines()
         assert columns(header) == [
-            "NAME", "MODE", "VIOLATIONS", "PLANNED", "EVICTED", "LAST SCAN", "AGE",
+            "NAME", "MODE", "VIOLATIONS", "PLANNED", "EVICTED", "SCAN EVICTED", "NEXT EVICTION",
+            "LAST SCAN", "AGE",
         ]  # fmt: skip
         cells = columns(row)
-        assert cells[:5] == [name, "DryRun", "2", "1", "0"], row
-        assert all(re.fullmatch(r"\d+[smhd]\S*", age) for age in cells[5:]), row
+        # since the policy was created, beside the last scan's; the due time as a time
+        assert cells[:7] == [name, "DryRun", "2", "1", "5", "0", due], row
+        assert all(re.fullmatch(r"\d+[smhd]\S*", age) for age in cells[7:]), row
 
 
 # --------------------------------------------------------------------------- deploy/
@@ -779,6 +790,9 @@ ALLOWED = [
     ("create", "leases.coordination.k8s.io", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
     ("update", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", NAMESPACE),  # the eviction ledger
+    ("get", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("patch", "configmaps/respread-evictions", "-n", NAMESPACE),
 ]
 DENIED = [
     ("delete", "pods", "-n", "default"),
@@ -795,6 +809,10 @@ DENIED = [
     ("update", "leases.coordination.k8s.io/kube-scheduler", "-n", NAMESPACE),
     ("get", "leases.coordination.k8s.io/respread", "-n", "kube-system"),
     ("delete", "leases.coordination.k8s.io/respread", "-n", NAMESPACE),
+    ("get", "configmaps/kube-root-ca.crt", "-n", NAMESPACE),
+    ("get", "configmaps/respread-evictions", "-n", "default"),
+    ("delete", "configmaps/respread-evictions", "-n", NAMESPACE),
+    ("create", "configmaps", "-n", "default"),
 ]
 
 
@@ -851,10 +869,11 @@ def test_the_whole_deploy_directory_passes_a_server_dry_run(
     """Every object of `kubectl kustomize deploy/` is valid for the API server (a dry run: no
     operator Deployment or `default` policy is left behind to interfere with other tests)."""
     kinds = sorted(d["kind"] for d in kustomized)
+    # (Two Roles: the leader election Lease's and the eviction ledger's.)
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
-        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "RoleBinding", "Service",
-        "ServiceAccount",
+        "Namespace", "PodDisruptionBudget", "RebalancePolicy", "Role", "Role", "RoleBinding",
+        "RoleBinding", "Service", "ServiceAccount",
     ])  # fmt: skip
     for d in kustomized:  # cluster-scoped custom objects carry no namespace
         if d["kind"] == "RebalancePolicy":

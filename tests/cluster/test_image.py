@@ -207,9 +207,11 @@ def test_the_image_reaches_a_first_status_through_the_in_cluster_path(
         # The Deployment's own arguments, with free ports: the container shares the host's
         # network with everything else running here.
         _, container, _ = deployment_container()
-        health, metrics_port = free_port(), free_port()
+        health, ready, metrics_port = free_port(), free_port(), free_port()
         args = [
-            a.replace("0.0.0.0:8080", f"127.0.0.1:{health}").replace("9090", str(metrics_port))
+            a.replace("0.0.0.0:8080", f"127.0.0.1:{health}")
+            .replace("0.0.0.0:8081", f"127.0.0.1:{ready}")
+            .replace("9090", str(metrics_port))
             for a in container["args"]
         ]
         assert args[:2] == ["run", "--leader-elect"]
@@ -253,6 +255,8 @@ def test_the_image_reaches_a_first_status_through_the_in_cluster_path(
 
         # Its probe and its metrics answer, as the kubelet and Prometheus would ask.
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=10) as r:
+            assert r.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{ready}/readyz", timeout=10) as r:
             assert r.status == 200
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
             body = r.read().decode()

@@ -7,18 +7,18 @@ the API server's audit log says which replica wrote each status and made each ev
 
 from __future__ import annotations
 
+import signal
 import time
 import urllib.request
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kube_harness import AuditLog, free_port
+from kube_harness import free_port
 from kube_helpers import (
     AT_ONCE,
     LEASE,
     LEASE_NS,
-    PLURAL,
     TWO_PER_ZONE,
     forget_lease,
     lease_holder,
@@ -26,6 +26,7 @@ from kube_helpers import (
     pod_is_ready,
     pods_per_zone,
     skew,
+    status_writes,
     wait_for,
 )
 from kubernetes import client
@@ -44,18 +45,6 @@ def replica(event: dict[str, Any]) -> str:
     """The identity in `respread/<identity>`, or '' for any other client."""
     agent = str(event.get("userAgent") or "")
     return agent.removeprefix("respread/") if agent.startswith("respread/") else ""
-
-
-def status_writes(audit: AuditLog, since: int, policy: str) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in audit.events(since)
-        if e.get("stage") == "ResponseComplete"
-        and e.get("objectRef", {}).get("resource") == PLURAL
-        and e.get("objectRef", {}).get("subresource") == "status"
-        and e.get("objectRef", {}).get("name") == policy
-        and e.get("verb") in ("patch", "update")
-    ]
 
 
 def leader_metric(port: int) -> float | None:
@@ -188,3 +177,52 @@ def test_one_replica_acts_and_a_killed_leader_is_replaced_within_the_lease_durat
     lease = coordination.read_namespaced_lease(LEASE, LEASE_NS)
     assert lease.spec.holder_identity in (None, ""), lease.spec
     assert f"released Lease {LEASE_NS}/{LEASE}" in ops[second].text()
+
+
+def test_a_leader_paused_past_its_lease_hands_over_and_names_no_stale_holder(
+    scene: Scene, operator_factory: StartOperator
+) -> None:
+    """The leader's process is stopped (SIGSTOP) for twice the lease duration: the other
+    replica takes the Lease over. When the old leader resumes, it stops leading at once (its
+    renewals lapsed on its own clock), writes nothing more, and its log does not claim the
+    Lease is now held by itself; then it follows the new leader."""
+    coordination = client.CoordinationV1Api(scene.api)
+    forget_lease(coordination)
+    ops = {
+        identity: operator_factory(
+            "--leader-elect", "--lease-duration", f"{LEASE_DURATION:g}s", "--identity", identity,
+            "--pause-threshold", "2s",
+        )
+        for identity in ("pa", "pb")
+    }  # fmt: skip
+    first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
+    second = next(i for i in ops if i != first)
+    paused = ops[first]
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: lease_holder(coordination) == second, LEASE_DURATION + 20, "the takeover")
+        time.sleep(LEASE_DURATION)  # well past the lease
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    resumed = time.time()
+    mark = scene.audit.mark()
+
+    def lapsed() -> bool:
+        return f"{first} stopped leading" in paused.text()
+
+    wait_for(lapsed, 20, "the old leader to notice it no longer leads")
+    time.sleep(2 * LEASE_DURATION / 15 * 3)  # a few retry periods: it reads the Lease again
+    assert lease_holder(coordination) == second
+    lines = [line for line in paused.text().splitlines() if "stopped leading" in line]
+    assert all(f"now held by {first}" not in line for line in lines), lines
+    writes = [
+        e
+        for e in scene.audit.events(mark)
+        if e.get("stage") == "ResponseComplete"
+        and replica(e) == first
+        and e.get("verb") in ("create", "update", "patch")
+        and parse_time(e["requestReceivedTimestamp"]) >= resumed
+        and e.get("objectRef", {}).get("resource") != "events"
+    ]
+    assert writes == [], [(e["verb"], e["objectRef"], e["responseStatus"]) for e in writes]
+    assert paused.alive and ops[second].alive

@@ -50,6 +50,7 @@ def test_dry_run_reports_the_scale_down_and_evicts_nothing_then_enforce_converge
         assert violation["workload"] == {"kind": "Deployment", "name": "web"}
         assert violation["topologyKey"] == "topology.kubernetes.io/zone"
         assert (violation["skew"], violation["maxSkew"], violation["fixable"]) == (3, 1, True)
+        assert violation["verdict"] == "Fixable"
         assert violation["cause"] == "ScaleDown", violation["causeMessage"]
         assert violation["domains"]["max"] == {"name": "zone-c", "pods": 3}
         (step,) = st["plan"]
@@ -57,7 +58,13 @@ def test_dry_run_reports_the_scale_down_and_evicts_nothing_then_enforce_converge
         assert step["fromDomain"]["topology.kubernetes.io/zone"] == "zone-c"
         assert step["toDomain"]["topology.kubernetes.io/zone"] == "zone-a"
         conditions = {c["type"]: c["status"] for c in st["conditions"]}
-        assert conditions == {"Ready": "True", "ScanSucceeded": "True", "Balanced": "False"}
+        assert conditions == {
+            "Ready": "True",
+            "ScanSucceeded": "True",
+            "Balanced": "False",
+            "InputComplete": "True",
+            "PodsSelected": "True",
+        }
 
         # Dry-run: the API server saw no eviction request at all.
         time.sleep(12)  # at least one more scan

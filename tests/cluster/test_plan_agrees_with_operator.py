@@ -3,14 +3,17 @@
 Both run the one pipeline (respread.pipeline.scan); the command line seeds P's memory from its
 status, as a newly elected leader does. On the same cluster state the two must agree: the
 same violations (keys, skew, domains, cause and its message) and the same planned and deferred
-evictions. The cause is a scale-down the operator saw between two of its scans, carried by its
-memory after the evidence is gone: the command line, which saw no scale-down, says the same
-only because it reads that memory back.
+evictions. The cause is a scale-down that no change between the operator's last two scans shows
+any more, but the Deployment's objects still do (its generation above its revision): causes come
+from the objects first (analysis/causes.py), so the operator, the command line with the
+policy's memory and the command line without it all say the same. For an Enforce policy both
+read the eviction ledger too (another policy's recent evictions), and defer the same moves.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -37,15 +40,21 @@ from kube_helpers import (
     zone_of_nodes,
 )
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from scene import Scene
 
+from respread.analysis.groups import WorkloadRef
 from respread.kube import reader
 from respread.kube.client import KubeError
+from respread.remedies.evict.ledger import LEDGER, Recorded, key_of, render_entries
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
+
+LEDGER_NS = "respread-system"  # the operator's namespace, outside a pod
 
 
 def respread(*args: str) -> subprocess.CompletedProcess[str]:
@@ -60,7 +69,7 @@ def respread(*args: str) -> subprocess.CompletedProcess[str]:
 
 def digest(v: Mapping[str, Any]) -> dict[str, Any]:
     """A report violation as the status lists it: key, skew, domains (count, fullest,
-    emptiest), cause and message."""
+    emptiest), cause and message, verdict."""
     domains: Mapping[str, int] = v["domains"]
     fullest = max(domains.items(), key=lambda kv: (kv[1], kv[0]))
     emptiest = min(domains.items(), key=lambda kv: (kv[1], kv[0]))
@@ -82,6 +91,7 @@ def digest(v: Mapping[str, Any]) -> dict[str, Any]:
         "cause": v["cause"],
         "causeMessage": v["causeMessage"],
         "fixable": v["fixable"],
+        "verdict": v["verdict"],
         "message": v["message"],
     }
 
@@ -161,15 +171,18 @@ def test_plan_with_policy_name_agrees_with_the_operator(
             return len(current) == 6 and all(map(pod_is_ready, current)) and counts["zone-a"] == 0
 
         wait_for(settled, 90, "0/3/3: zone-a's pods gone, nothing terminating")
-        # Two scans after that: the last one's previous scan saw 6 pods too, so the operator has
-        # no evidence of the scale-down left but its memory.
+        # Two scans after that: the last one's previous scan saw 6 pods too, so no change
+        # between scans shows the scale-down; the Deployment does (generation 2 above revision
+        # 1), and the cause comes from the objects first, for the operator and the CLI alike.
         after = time.time()
         wait_for(lambda: scanned_after(custom, name, after), 60, "a scan of 0/3/3")
         later = time.time()
         status = wait_for(lambda: scanned_after(custom, name, later), 60, "one more scan")
         (violation,) = status["violations"]
         assert violation["cause"] == "ScaleDown", violation
-        assert "went from 9 to" in violation["causeMessage"], violation
+        assert (
+            "spec changed 1 time(s) without a new template revision" in (violation["causeMessage"])
+        ), violation
 
         kubeconfig = str(e2e_cluster.kubeconfig)
         started = time.time()
@@ -187,7 +200,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         assert report["summary"]["violations"] == status["summary"]["violations"] == 1
         assert report["summary"]["plannedEvictions"] == status["summary"]["plannedEvictions"]
 
-        # Without the policy's memory the same state shows no evidence of a scale-down.
+        # Without the policy's memory: the same cause, from the same objects.
         policy_file = tmp_path / "policy.json"
         policy_file.write_text(
             json.dumps(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
@@ -197,7 +210,10 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         )
         assert fresh.returncode == 0, fresh.stderr
         (alone,) = json.loads(fresh.stdout)["violations"]
-        assert alone["cause"] == "Unknown", alone
+        assert (alone["cause"], alone["causeMessage"]) == (
+            "ScaleDown",
+            violation["causeMessage"],
+        ), alone
         assert steps(json.loads(fresh.stdout)) == steps(report)
     finally:
         delete_policy(custom, name)
@@ -219,3 +235,57 @@ def test_policy_name_errors_are_one_line(
     monkeypatch.setattr(reader, "POLICIES", "/apis/respread.invalid/v1alpha1/rebalancepolicies")
     with pytest.raises(KubeError, match=r"^the RebalancePolicy CRD is not installed at https://"):
         reader.read_policies(api_client(str(e2e_cluster.kubeconfig)))
+
+
+def hold_in_ledger(core: client.CoreV1Api, workload: WorkloadRef, by: str) -> None:
+    """An entry in the eviction ledger, as policy `by` writes one just before it evicts: the
+    workload lost a pod now, and `by`'s cooldown (10 minutes) holds it."""
+    now = time.time()
+    entry = render_entries([Recorded(f"{workload.name}-x", "uid-x", by, f"{by}@1", now, now + 600)])
+    try:
+        core.patch_namespaced_config_map(LEDGER, LEDGER_NS, {"data": {key_of(workload): entry}})
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        body = {"metadata": {"name": LEDGER}, "data": {key_of(workload): entry}}
+        core.create_namespaced_config_map(LEDGER_NS, body)
+
+
+def without_seconds(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Plan steps with the numbers of their reasons blanked ("evicted P 3s ago; held 597s more":
+    the two scans read the ledger a few seconds apart)."""
+    return [{**s, "reason": re.sub(r"[0-9]+s", "Ns", s["reason"])} for s in plan]
+
+
+def test_an_enforce_policy_is_planned_with_the_eviction_ledger_as_the_operator_plans_it(
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
+) -> None:
+    """Another policy evicted from web a moment ago (the ledger, in the operator's namespace,
+    says so): the operator's Enforce scan defers web's moves and evicts nothing, and `respread
+    plan --policy-name` of the policy reads the same ledger and defers the same moves."""
+    scene.zones({"zone-b": 2, "zone-c": 2})
+    scene.deploy("web", 6)
+    scene.ready("web", 6, timeout=180)
+    scene.nodes.create_zones({"zone-a": 2})  # 0/3/3: two moves
+    for i in range(2):
+        scene.nodes.wait_ready(f"{scene.nodes.pool}-zone-a-{i}")
+    hold_in_ledger(scene.core, WorkloadRef(scene.namespace, "Deployment", "web"), "other")
+    operator_factory()
+    mark = scene.audit.mark()
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="Enforce", eviction={"minPodAge": "0s"}):
+        wait_for(lambda: scanned_after(scene.custom, name, 0), 90, "a first scan")
+        started = time.time()
+        kubeconfig = str(e2e_cluster.kubeconfig)
+        result = respread("plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json")
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        status = wait_for(lambda: scanned_after(scene.custom, name, started + 1), 60, "a scan")
+    assert report["policy"] == {"name": name, "mode": "Enforce"}
+    assert report["evictions"] == [] and report["deferred"], report
+    assert without_seconds(steps(report)) == without_seconds(status_steps(status))
+    assert all(
+        s["state"] == "Deferred" and s["reason"].startswith("cooldown: RebalancePolicy other")
+        for s in status_steps(status)
+    ), status_steps(status)
+    assert scene.evictions(mark) == []

@@ -1,6 +1,7 @@
 """The golden cases: every bundled example and every conformance scenario, each planned under a
-few policies (the defaults, Enforce with the caps lifted, every remedy on) and explained for the
-pods a scenario singles out.
+few policies (the defaults, Enforce with the caps lifted, every remedy on), in the compact form
+with --exit-code under the defaults, and explained for the pods a scenario singles out (and, in
+the examples, for every bound pod: would respread move it?).
 
 `python -m tests.golden.record` writes what today's code prints for each case under outputs/;
 test_golden_outputs.py requires the same bytes. A change that means to alter the output
@@ -71,6 +72,16 @@ def _incoming(cluster: Path) -> list[str]:
     return out
 
 
+def _bound(cluster: Path) -> list[str]:
+    """NAMESPACE/POD of the pods bound to a node in a cluster file."""
+    out = []
+    for doc in yaml.safe_load_all(cluster.read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "Pod" and doc["spec"].get("nodeName"):
+            meta = doc["metadata"]
+            out.append(f"{meta.get('namespace', 'default')}/{meta['name']}")
+    return out
+
+
 def cases() -> list[Case]:
     out: list[Case] = []
     policies = sorted(POLICIES.glob("*.yaml"))
@@ -78,6 +89,7 @@ def cases() -> list[Case]:
         base = ("plan", "--snapshot", str(cluster), "--now", NOW, "-q")
         out.append(Case(f"{name}.default", (*base, "-o", "json"), ".json"))
         out.append(Case(f"{name}.default", (*base, "-o", "text"), ".txt"))
+        out.append(Case(f"{name}.compact", (*base, "-o", "compact", "--exit-code"), ".txt"))
         for policy in policies:
             argv = (*base, "--policy", str(policy), "-o", "json")
             out.append(Case(f"{name}.{policy.stem}", argv, ".json"))
@@ -86,6 +98,12 @@ def cases() -> list[Case]:
         out.append(Case(f"{name}.default", (str(cluster), ""), ".status.json"))
         for policy in policies:
             out.append(Case(f"{name}.{policy.stem}", (str(cluster), str(policy)), ".status.json"))
+        if name.startswith("example-"):  # would respread move it? every bound pod
+            for pod in _bound(cluster):
+                stem = f"{name}.explain-{pod.replace('/', '_')}"
+                argv = ("explain", "--snapshot", str(cluster), pod, "--now", NOW, "-q")
+                out.append(Case(stem, (*argv, "-o", "json"), ".json"))
+                out.append(Case(stem, (*argv, "-o", "text"), ".txt"))
         for pod in _incoming(cluster):
             out.append(
                 Case(
@@ -100,14 +118,13 @@ def cases() -> list[Case]:
 def operator_statuses(cluster: str, policy_file: str) -> str:
     """The status the operator writes after its first scan of the cluster and after a second
     scan of the same state 60 s later (its memory carried over), as JSON."""
-    from respread.core.timestamps import parse_rfc3339
+    from respread.core.timestamps import format_rfc3339, parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
     from respread.pipeline import scan
     from respread.report.contract import status_json
     from respread.report.status import build_status, cooldowns_status
     from respread.runtime.memory import PolicyMemory
-    from respread.runtime.scan import rfc3339
 
     state = load_texts([(cluster, Path(cluster).read_text())]).state
     policy = parse_policy(yaml.safe_load(Path(policy_file).read_text())) if policy_file else None
@@ -121,7 +138,7 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
             build_status(
                 computed.report,
                 policy,
-                rfc3339(now),
+                format_rfc3339(now),
                 previous=memory.previous_status,
                 cooldowns=cooldowns_status(memory.histories(), now, policy.eviction.cooldown),
             )

@@ -4,7 +4,7 @@ The oracle (tests/oracles/descheduler/main.go) runs the descheduler release's ow
 RemovePodsViolatingTopologySpreadConstraint once (``Balance``, DefaultEvictor, no limits) on a
 fake clientset; see tests/oracles/descheduler/build.py for how it is built and cached, and
 tests/oracles/descheduler/__init__.py for how the two plans are applied and judged (both with
-respread's landing predictor, both judged by respread's analysis; docs/oracles.md).
+respread's landing predictor, both judged by respread's analysis; docs/dev/oracles.md).
 
 Generated clusters are workloads: ReplicaSets whose pods carry the template's constraints
 (zones, hostnames, racks, minDomains, both inclusion policies, matchLabelKeys, selectors that
@@ -387,7 +387,7 @@ def _misplaced(c: Comparison) -> set[tuple[str, str]]:
 
 def reasons(c: Comparison, kind: str) -> list[str]:
     """Why the two plans differ, as far as the cluster shows it (heuristic tags; several may
-    apply; docs/oracles.md explains each)."""
+    apply; docs/dev/oracles.md explains each)."""
     out = []
     if kind.startswith(("respread fewer", "both leave")) or "respread more" in kind:
         out += _why_the_descheduler_evicts_more(c)

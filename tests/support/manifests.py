@@ -262,6 +262,8 @@ def _workload(w: model.Workload) -> Json:
         meta["annotations"] = annotations
     doc["spec"] = spec = _workload_spec(w)
     status: Json = {"observedGeneration": w.observed_generation}
+    if w.status_replicas is not None:
+        status["replicas"] = w.status_replicas
     if w.kind == "Deployment":
         _deployment_fields(w, meta, spec, status)
     if status := {k: v for k, v in status.items() if v}:  # zeros read back as they are

@@ -12,6 +12,7 @@ from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import When
 from respread.inputs.policy import Mode
+from respread.remedies.evict.steps import Verdict
 from respread.report.model import (
     DeletionCostSection,
     Eviction,
@@ -56,7 +57,7 @@ def violation(
         pods_on_nodes_without_key=0,
         pods_outside_domains=0,
         minimum_moves=1,
-        fixable=True,
+        verdict=Verdict.FIXABLE,
         violating_pods_after_run=0,
         cause=cause,
         cause_message=cause_message,

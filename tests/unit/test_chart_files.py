@@ -4,6 +4,8 @@ example. (The chart rendered by the real helm, against deploy/: tests/cluster/te
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -53,3 +55,38 @@ def test_the_readmes_install_section_leads_with_the_chart() -> None:
         "kubectl apply -k"
     )
     assert "helm install" in install[first_command : install.index("```", first_command)]
+
+
+def _camel(flag: str) -> str:
+    """--connect-timeout -> connectTimeout."""
+    first, *rest = flag.removeprefix("--").split("-")
+    return first + "".join(w.capitalize() for w in rest)
+
+
+def test_the_charts_bounds_are_respread_runs_with_the_same_defaults() -> None:
+    """Every bound of `respread run` (cli.BOUNDS) is a value of the chart, passed to its flag by
+    the template, empty by default (the operator's own default applies); the comment after each
+    value, the chart's README and docs/operations.md give that default; the values schema
+    accepts it."""
+    from respread.cli import BOUNDS
+
+    text = (CHART / "values.yaml").read_text()
+    values = yaml.safe_load(text)["bounds"]
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    duration = re.compile(schema["$defs"]["optionalDuration"]["pattern"])
+    readme = (CHART / "README.md").read_text()
+    [readme_row] = [line for line in readme.splitlines() if line.startswith("| `bounds.")]
+    operations = (REPO / "docs" / "operations.md").read_text()
+    assert set(values) == {_camel(flag) for flag, *_ in BOUNDS}
+    for flag, env, default, _ in BOUNDS:
+        name = _camel(flag)
+        assert values[name] == "", name
+        assert re.search(rf'^  {name}: ""  # {re.escape(default)}: ', text, re.M), name
+        assert f'"{name}" "{flag}"' in template, name
+        assert set(schema["properties"]["bounds"]["properties"][name]) == {"$ref"}, name
+        assert duration.fullmatch(default), default
+        assert f"`.{name}`" in readme_row or f"`bounds.{name}`" in readme_row, name
+        assert f"| `{flag}` | `{env}` | `{default}` |" in operations, flag
+    defaults = ", ".join(f"`{default}`" for _, _, default, _ in BOUNDS)
+    assert f"the operator's: {defaults}" in readme_row

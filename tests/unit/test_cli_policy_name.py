@@ -13,11 +13,15 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from respread.analysis.causes import Attribution, Cause
+from respread.analysis.groups import WorkloadRef
 from respread.cli import UsageError, main, policy_scope
+from respread.core.timestamps import parse_rfc3339
 from respread.kube import client as kube_client
-from respread.kube import reader
+from respread.kube import ledger, reader
 from respread.kube.client import KubeError
+from respread.kube.ledger import LedgerObject
 from respread.pipeline import NO_MEMORY
+from respread.remedies.evict.ledger import LEDGER, Recorded, key_of, render_entries
 from respread.runtime.memory import PolicyMemory
 from tests.unit.test_cli import ALL, NOW, ZONE
 
@@ -105,6 +109,56 @@ def test_the_policy_named_is_planned_with_its_memory(
     assert len(report["evictions"]) == 1
 
 
+def test_an_enforce_policy_is_planned_with_the_eviction_ledger(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the operator plans it: the ledger in the operator's namespace holds the ReplicaSet
+    another policy evicted from a minute ago; a ledger that cannot be read is warned about."""
+    cluster(monkeypatch, lambda: [policy("p", {"mode": "Enforce"})])
+    at = parse_rfc3339(NOW) - 60
+    entry = Recorded("web-x", "uid-x", "other", "other@1", at, at + 600)
+    data = {key_of(WorkloadRef("shop", "ReplicaSet", "web")): render_entries([entry])}
+    read: list[tuple[str, str]] = []
+
+    def read_ledger(api: object, namespace: str, name: str) -> LedgerObject:
+        read.append((namespace, name))
+        return LedgerObject(data, "7")
+
+    monkeypatch.setattr(ledger, "read_ledger", read_ledger)
+    code, out, err = plan(capsys, "--policy-name", "p", "--operator-namespace", "ops")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["evictions"] == []
+    assert report["deferred"][0]["deferredBy"].startswith(
+        "cooldown: RebalancePolicy other evicted web-x 60s ago"
+    )
+    assert read == [("ops", LEDGER)]
+
+    def forbidden(api: object, namespace: str, name: str) -> LedgerObject:
+        raise KubeError(f"reading ConfigMap {namespace}/{name} failed: HTTP 403 Forbidden")
+
+    monkeypatch.setattr(ledger, "read_ledger", forbidden)
+    code = main(["plan", "--kubeconfig", "k", "--now", NOW, "-o", "json", "--policy-name", "p"])
+    out, err = capsys.readouterr()
+    assert code == 0 and len(json.loads(out)["evictions"]) == 1
+    assert "respread-system/respread-evictions failed: HTTP 403" in err
+    assert "planned without the eviction ledger" in err
+
+
+def test_a_dry_run_policy_reads_no_ledger(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster(monkeypatch, lambda: [policy("p")])
+
+    def unexpected(*args: object) -> LedgerObject:
+        raise AssertionError("DryRun defers nothing for the ledger: it is not read")
+
+    monkeypatch.setattr(ledger, "read_ledger", unexpected)
+    code, out, err = plan(capsys, "--policy-name", "p")
+    assert code == 0, err
+    assert len(json.loads(out)["evictions"]) == 1
+
+
 def test_the_memory_is_the_one_a_new_leader_reads() -> None:
     body = remembering("p")
     scope = policy_scope([body], "p", SERVER)
@@ -165,3 +219,24 @@ def test_no_crd_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_policy_missing_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="RebalancePolicy 'nope' not found at " + SERVER):
         policy_scope([policy("p")], "nope", SERVER)
+
+
+def test_explain_answers_as_the_operator_would_for_the_policy_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ReplicaSet had an eviction a minute before NOW: with the policy's memory the pod
+    waits for the cooldown (with its end); with the defaults and no memory it goes now."""
+    cluster(monkeypatch, lambda: [remembering("p")])
+    argv = ["explain", "--kubeconfig", "k", "--now", NOW, "-q", "-o", "json", "shop/web-1"]
+    assert main([*argv, "--policy-name", "p"]) == 0
+    move = json.loads(capsys.readouterr().out)["move"]
+    assert move["verdict"] == "Later"
+    cooldown = next(r for r in move["reasons"] if r["kind"] == "Cooldown")
+    assert cooldown["until"] == "2026-11-22T10:09:00Z"
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["move"] == {
+        "verdict": "Now",
+        "step": 1,
+        "predictedNode": "n2",
+        "reasons": [],
+    }

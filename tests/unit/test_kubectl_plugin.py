@@ -189,6 +189,17 @@ def test_names_are_printed_escaped() -> None:
     assert "web\\x1b[31m on n\\x07" in text
 
 
+def test_evictions_since_the_policy_was_created_and_the_next_one_due() -> None:
+    status = {"lastScanTime": "2030-01-01T00:00:00Z", "summary": {"evicted": 0}}
+    policy = {"metadata": {"name": "p"}, "status": status}
+    assert "Evictions:" not in render_policy(policy, None)
+    status |= {"evictedTotal": 4, "nextEvictionTime": "2030-01-01T00:10:00Z"}
+    assert (
+        "  Evictions: 4 since the policy was created; the next is due at 2030-01-01T00:10:00Z"
+        in render_policy(policy, None)
+    )
+
+
 def test_counts_in_a_status_are_printed_escaped_too() -> None:
     # A status is anyone's to write who may patch it: its numbers may be strings.
     policy = {
@@ -242,3 +253,26 @@ def test_status_to_a_full_disk_is_one_line(
             assert plugin.main(argv) == 2
         err = capsys.readouterr().err
         assert err == "kubectl respread: error: cannot write the report: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"verdict": "Fixable", "fixable": True}, "; fixable"),
+        ({"verdict": "Waiting", "fixable": False}, "; waiting for holds to lift"),
+        (
+            {"verdict": "PartlyFixable", "fixable": False, "remedy": "Evict"},
+            "; partly fixable by eviction (remedy Evict)",
+        ),
+        ({"verdict": "NotFixable", "fixable": False}, "; not fixable by eviction"),
+        ({"fixable": False}, "; not fixable by eviction"),  # a status written before verdicts
+        ({"verdict": ["x"], "fixable": True}, "; fixable"),  # anyone may write a status
+    ],
+    ids=["fixable", "waiting", "partly", "not", "no-verdict", "bad-verdict"],
+)
+def test_status_says_each_violations_verdict(entry: dict[str, Any], said: str) -> None:
+    violation = {"namespace": "a", "workload": {"kind": "Deployment", "name": "web"}} | entry
+    status = {"lastScanTime": "2030-01-01T00:00:00Z", "violations": [violation]}
+    text = render_policy({"metadata": {"name": "p"}, "status": status}, None)
+    [line] = [line for line in text.splitlines() if "web" in line]
+    assert line.endswith(said), line

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from respread.analysis.causes import Attribution, Cause
+from respread.analysis.groups import WorkloadRef
 from respread.core.model import OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, Mode
 from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.evict.history import PACING
+from respread.remedies.evict.ledger import Recorded, key_of, render_entries
 from respread.report.model import Report
 from tests.support.builders import WEB, hard, node, pod, sel, state
 
@@ -102,6 +104,27 @@ def test_the_operator_holds_back_a_workload_whose_replacement_is_not_ready() -> 
     assert [d.deferred_by for d in held.report.deferred] == [PACING]
     assert scan(unready, enforce, NOW, NO_MEMORY).plan.moves
     assert scan(unready, DEFAULT_POLICY, NOW, operator).plan.moves
+
+
+def test_the_operator_holds_back_a_workload_another_policys_eviction_holds() -> None:
+    """The eviction ledger's entries (any policy's) are the pipeline's input: in Enforce, with
+    the operator's holds, a workload evicted from within the cooldown is deferred, and says by
+    whom; once the cooldown has passed, or in DryRun, or for a one-off plan, it is not."""
+    skewed = state(NODES, web({"a": 3, "b": 1, "c": 1}))
+    enforce = replace(DEFAULT_POLICY, mode=Mode.ENFORCE)
+    cooldown = enforce.eviction.cooldown
+    entry = Recorded("web-a9", "uid-9", "other", "other@1", NOW - 60, NOW - 60 + cooldown)
+    recorded = {key_of(WorkloadRef("shop", "Deployment", "web")): render_entries([entry])}
+    operator = Memory(holds=True)
+
+    held = scan(skewed, enforce, NOW, operator, recorded=recorded)
+    assert held.plan.moves == ()
+    (deferred, *_) = held.report.deferred
+    assert deferred.deferred_by.startswith("cooldown: RebalancePolicy other evicted web-a9 60s ago")
+    assert scan(skewed, enforce, NOW + cooldown, operator, recorded=recorded).plan.moves
+    assert scan(skewed, DEFAULT_POLICY, NOW, operator, recorded=recorded).plan.moves
+    assert scan(skewed, enforce, NOW, NO_MEMORY, recorded=recorded).plan.moves
+    assert scan(skewed, enforce, NOW, operator).plan.moves
 
 
 def test_a_scan_changes_no_memory_it_is_given() -> None:

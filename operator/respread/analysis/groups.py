@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from respread.core.kernel import CountTable, FilterStatus
+from respread.core.kernel import CountTable, DomainSpace, FilterStatus
 from respread.core.model import ClusterState, Labels, Namespace, Pod, When
 from respread.core.selectors import selector_matches
 from respread.inputs.policy import RebalancePolicy
@@ -36,9 +36,10 @@ class GroupState(StrEnum):
     VIOLATED = "Violated"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Members:
-    """The pods of one workload sharing one profile, by node."""
+    """The pods of one workload sharing one profile, by node. One of an analysis's buckets:
+    equal only to itself, so the simulation keys its state by the bucket."""
 
     workload: WorkloadRef
     profile: Profile
@@ -212,25 +213,15 @@ def violating_nodes(
 ) -> dict[str, FilterStatus]:
     """Nodes whose members the scheduler would not place there again, for one constraint."""
     profile = members.profile
-    out: dict[str, FilterStatus] = {}
     table = tables[constraint]
     judge = index.rules(profile)[constraint]
-    key = judge.key
-    counts = table.counts
-    # the rule's ceilings, once per group: every node of every group is judged
-    _, ceiling, ceiling_counted = judge.ceilings(table)
     if index.counts_pod(profile.constraints[constraint].selector, members.labels):
         node_domain = table.space.node_domain  # members there are in the counts
     else:
         node_domain = {}
-    nodes = index.nodes
-    for node_name in members.by_node:
-        value = nodes[node_name].labels.get(key)
-        if value is None:
-            out[node_name] = FilterStatus.UNRESOLVABLE
-        elif counts.get(value, 0) > (ceiling_counted if node_name in node_domain else ceiling):
-            out[node_name] = FilterStatus.UNSCHEDULABLE
-    return out
+    return judge.ceilings(table).rejections(
+        members.by_node, index.node_labels, judge.key, node_domain
+    )
 
 
 def _outside_counts(
@@ -354,7 +345,7 @@ def analyze(
     groups: list[Group] = []
     # Spaces are shared by many groups; sorting a hostname space's thousands of domains once
     # per space rather than once per group keeps analysis linear (and shares the tuples).
-    sorted_domains: dict[int, tuple[str, ...]] = {}
+    sorted_domains: dict[DomainSpace, tuple[str, ...]] = {}
     for m in members:
         tables = index.tables(m.profile)
         for i, c in enumerate(m.profile.constraints):
@@ -367,9 +358,9 @@ def analyze(
                 len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
             )
             gmin = table.global_min(c.min_domains)
-            domains = sorted_domains.get(id(table.space))
+            domains = sorted_domains.get(table.space)
             if domains is None:
-                domains = sorted_domains[id(table.space)] = tuple(sorted(table.space.domain_nodes))
+                domains = sorted_domains[table.space] = tuple(sorted(table.space.domain_nodes))
             moves = None
             outside: Counter[str] = Counter()
             if violating:

@@ -322,6 +322,11 @@ class Pod:
         return self.phase in FINISHED
 
 
+# A pod's identity in a snapshot: (namespace, name). The planners key the pods they moved or
+# skipped by it; written out where used (a property costs a call on the planner's hot paths).
+PodName = tuple[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -378,7 +383,10 @@ class Workload:
     generation: int = 0
     observed_generation: int = 0
     created: float | None = None
-    revision: str | None = None  # deployment.kubernetes.io/revision on ReplicaSets
+    revision: str | None = None  # deployment.kubernetes.io/revision (ReplicaSets, Deployments)
+    # status.replicas of a controller other than a Deployment (whose status is `rollout`):
+    # more than spec.replicas while it scales in
+    status_replicas: int | None = None
     # What surge moves (surge.py) read, on Deployments: identity and version for write
     # preconditions, spec.paused, the replica status, and only the labels and annotations that
     # mark GitOps management or respread's own surge state (snapshot.SURGE_MARKERS).

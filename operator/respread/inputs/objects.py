@@ -1019,8 +1019,17 @@ def _workload(doc: Mapping[str, Any], intern: _Interner) -> Workload:
         observed_generation=_get(status, "status", "observedGeneration", int, 0),
         created=_time(meta, "creationTimestamp"),
         revision=_scalar(revision, "metadata.annotations") if revision is not None else None,
+        status_replicas=None if surge else _observed_count(status.get("replicas")),
         **surge,
     )
+
+
+def _observed_count(value: object) -> int | None:
+    """A count a controller reports in its status, if it is one (the status is the
+    controller's to write; an unreadable one is no evidence, not an error)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:
+        return value
+    return None
 
 
 def _surge_fields(

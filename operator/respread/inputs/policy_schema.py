@@ -20,6 +20,20 @@ _WORKLOAD: dict[str, Any] = {
     "type": "object",
 }
 
+_POLICY: dict[str, Any] = {
+    "description": "As in a pod's topologySpreadConstraints.",
+    "enum": ["Honor", "Ignore"],
+    "type": "string",
+}
+
+_ITEMS_MAX_SKEW_OR_MIN_DOMAINS: dict[str, Any] = {
+    "description": "As in a pod's topologySpreadConstraints.",
+    "format": "int32",
+    "maximum": 2147483647,
+    "minimum": 1,
+    "type": "integer",
+}
+
 _SELECTOR_FIELDS: dict[str, Any] = {
     "matchExpressions": {
         "items": {
@@ -73,40 +87,28 @@ SCHEMA: dict[str, Any] = {
                             "items": {
                                 "properties": {
                                     "labelSelector": {
+                                        "description": "Not allowed: a default constraint takes its selector from the pod's workload.",
                                         "type": "object",
                                         "x-kubernetes-preserve-unknown-fields": True,
                                     },
                                     "matchLabelKeys": {
+                                        "description": "Not allowed (it needs labelSelector); an empty list is accepted.",
                                         "items": {"maxLength": 317, "type": "string"},
                                         "maxItems": 32,
                                         "type": "array",
                                     },
-                                    "maxSkew": {
-                                        "format": "int32",
-                                        "maximum": 2147483647,
-                                        "minimum": 1,
-                                        "type": "integer",
-                                    },
-                                    "minDomains": {
-                                        "format": "int32",
-                                        "maximum": 2147483647,
-                                        "minimum": 1,
-                                        "type": "integer",
-                                    },
-                                    "nodeAffinityPolicy": {
-                                        "enum": ["Honor", "Ignore"],
-                                        "type": "string",
-                                    },
-                                    "nodeTaintsPolicy": {
-                                        "enum": ["Honor", "Ignore"],
-                                        "type": "string",
-                                    },
+                                    "maxSkew": _ITEMS_MAX_SKEW_OR_MIN_DOMAINS,
+                                    "minDomains": _ITEMS_MAX_SKEW_OR_MIN_DOMAINS,
+                                    "nodeAffinityPolicy": _POLICY,
+                                    "nodeTaintsPolicy": _POLICY,
                                     "topologyKey": {
+                                        "description": "As in a pod's topologySpreadConstraints.",
                                         "maxLength": 317,
                                         "minLength": 1,
                                         "type": "string",
                                     },
                                     "whenUnsatisfiable": {
+                                        "description": "As in a pod's topologySpreadConstraints.",
                                         "enum": ["DoNotSchedule", "ScheduleAnyway"],
                                         "type": "string",
                                     },
@@ -247,6 +249,7 @@ SCHEMA: dict[str, Any] = {
                     "properties": {
                         "counting": {
                             "default": "Scheduler",
+                            "description": "How a domain in an outage counts: Scheduler, as kube-scheduler counts it today (toward skew and minDomains while it has nodes); KEP5980, toward minDomains only, so the surviving domains are judged among themselves.",
                             "enum": ["Scheduler", "KEP5980"],
                             "type": "string",
                         },
@@ -263,12 +266,14 @@ SCHEMA: dict[str, Any] = {
                             "properties": {
                                 "interval": {
                                     "default": "5m",
+                                    "description": "The time between two steps of a recovery (a Go duration).",
                                     "maxLength": 32,
                                     "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                                     "type": "string",
                                 },
                                 "maxShare": {
                                     "default": 25,
+                                    "description": "The most of a workload's pods moved back per step, in percent (at least one pod).",
                                     "maximum": 100,
                                     "minimum": 1,
                                     "type": "integer",
@@ -287,7 +292,11 @@ SCHEMA: dict[str, Any] = {
                             "default": {},
                             "description": "Keep controller.kubernetes.io/pod-deletion-cost on the pods of Deployments and ReplicaSets so that the next scale-in removes pods in an order that keeps every hard spread constraint within maxSkew. StatefulSets, DaemonSets and bare pods are never given costs.",
                             "properties": {
-                                "enabled": {"default": False, "type": "boolean"},
+                                "enabled": {
+                                    "default": False,
+                                    "description": "Turn deletion-cost ordering on.",
+                                    "type": "boolean",
+                                },
                                 "maxPatchesPerScan": {
                                     "default": 50,
                                     "description": "At most this many pod patches per scan.",
@@ -317,7 +326,11 @@ SCHEMA: dict[str, Any] = {
                                     "description": "Also surge Deployments a HorizontalPodAutoscaler targets.",
                                     "type": "boolean",
                                 },
-                                "enabled": {"default": False, "type": "boolean"},
+                                "enabled": {
+                                    "default": False,
+                                    "description": "Turn surge moves on.",
+                                    "type": "boolean",
+                                },
                                 "maxSurge": {
                                     "default": 3,
                                     "description": "At most this many extra replicas per Deployment.",
@@ -347,6 +360,7 @@ SCHEMA: dict[str, Any] = {
                 },
                 "report": {
                     "default": {},
+                    "description": "How much the status holds.",
                     "properties": {
                         "maxItems": {
                             "default": 20,
@@ -363,6 +377,7 @@ SCHEMA: dict[str, Any] = {
                     "description": "When to scan: every `interval` (a Go duration, at least 10s) or on a five-field `cron` expression. Exactly one of the two.",
                     "properties": {
                         "cron": {
+                            "description": "Five fields (minute hour day-of-month month day-of-week), read as cron(8) reads them, in UTC.",
                             "maxLength": 128,
                             "type": "string",
                             "x-kubernetes-validations": [
@@ -377,6 +392,7 @@ SCHEMA: dict[str, Any] = {
                             ],
                         },
                         "interval": {
+                            "description": "A Go duration (90s, 5m, 1h30m), at least 10s.",
                             "maxLength": 32,
                             "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
                             "type": "string",
@@ -403,6 +419,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "namespaces": {
                             "default": {},
+                            "description": "Namespaces selected by name.",
                             "properties": {
                                 "exclude": {
                                     "default": ["kube-system"],
@@ -533,6 +550,11 @@ SCHEMA: dict[str, Any] = {
                     "maxItems": 500,
                     "type": "array",
                 },
+                "evictedTotal": {
+                    "description": "Evictions performed since the policy was created (each scan adds its own; summary.evicted holds the last scan's).",
+                    "minimum": 0,
+                    "type": "integer",
+                },
                 "lastScanTime": {"format": "date-time", "type": "string"},
                 "lostDomains": {
                     "description": "Domains a workload held (eligible domains of its constraints, hostname excepted) whose last node went, not in an outage: since when, and whether its minDomains is now unmet.",
@@ -551,6 +573,11 @@ SCHEMA: dict[str, Any] = {
                     },
                     "maxItems": 500,
                     "type": "array",
+                },
+                "nextEvictionTime": {
+                    "description": "When the first eviction left for later by the cooldown or a back-off is due; absent when none waits for one.",
+                    "format": "date-time",
+                    "type": "string",
                 },
                 "observedGeneration": {"format": "int64", "type": "integer"},
                 "outages": {
@@ -680,12 +707,26 @@ SCHEMA: dict[str, Any] = {
                         "evicted": {"minimum": 0, "type": "integer"},
                         "failed": {"minimum": 0, "type": "integer"},
                         "nodes": {"minimum": 0, "type": "integer"},
-                        "pendingPods": {"minimum": 0, "type": "integer"},
+                        "partlyFixable": {
+                            "description": "Violations eviction reduces but cannot fix; not counted in unfixable.",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
+                        "pendingPods": {
+                            "description": "Pods held Pending by a spread constraint (no node passes the scheduler's spread filter).",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
                         "plannedEvictions": {"minimum": 0, "type": "integer"},
                         "pods": {"minimum": 0, "type": "integer"},
                         "skipped": {"minimum": 0, "type": "integer"},
                         "unfixable": {"minimum": 0, "type": "integer"},
                         "violations": {"minimum": 0, "type": "integer"},
+                        "waiting": {
+                            "description": "Violations eviction fixes once holds lift (minPodAge, budgets whose pods are not all healthy yet); not counted in unfixable.",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
                     },
                     "type": "object",
                 },
@@ -726,6 +767,7 @@ SCHEMA: dict[str, Any] = {
                                     "NodeLoss",
                                     "NodeAdded",
                                     "RollingUpdate",
+                                    "TooFewDomains",
                                     "Unknown",
                                 ],
                                 "type": "string",
@@ -743,6 +785,10 @@ SCHEMA: dict[str, Any] = {
                             "fixable": {"type": "boolean"},
                             "fromDefaultConstraints": {"type": "boolean"},
                             "globalMinimum": {"type": "integer"},
+                            "incomplete": {
+                                "description": "Present and true when the group was counted without pods bound to nodes the scan does not know (condition InputComplete).",
+                                "type": "boolean",
+                            },
                             "maxSkew": {"type": "integer"},
                             "message": {"maxLength": 1024, "type": "string"},
                             "minDomains": {"type": "integer"},
@@ -757,6 +803,11 @@ SCHEMA: dict[str, Any] = {
                             "since": {"format": "date-time", "type": "string"},
                             "skew": {"type": "integer"},
                             "topologyKey": {"maxLength": 317, "type": "string"},
+                            "verdict": {
+                                "description": "The one verdict the plan, the remedies and the summary share: Fixable (evictions now and in later runs fix it), Waiting (they will once minPodAge or a budget's unhealthy pods stop holding its pods), PartlyFixable (they leave fewer pods misplaced, not none) or NotFixable.",
+                                "enum": ["Fixable", "Waiting", "PartlyFixable", "NotFixable"],
+                                "type": "string",
+                            },
                             "violatingPods": {"type": "integer"},
                             "violatingPodsAfterRun": {"type": "integer"},
                             "whenUnsatisfiable": {

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import urllib3
 from kubernetes import client, config
+from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
@@ -96,6 +100,124 @@ def get_json(
     if not 200 <= response.status < 300:
         raise ApiException(http_resp=response)
     return json.loads(response.data or b"null")
+
+
+# ---- deadlines: every request has one --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds to connect, and to wait for each read of an answer, for every request that does
+    not say otherwise (a watch does: it waits for its server timeout)."""
+
+    connect: float = 5.0
+    read: float = 30.0
+
+
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+class Deadline:
+    """When the work in progress must be done (monotonic seconds); None: no deadline. It binds
+    the requests made in its context (`within`) until it is closed: a task started from that
+    context (a surge follower) outlives the scan, and is no longer bound once the scan closes
+    it."""
+
+    def __init__(self, at: float | None) -> None:
+        self.at = at
+        self.open = True
+
+    def left(self, now: float) -> float | None:
+        return None if not self.open or self.at is None else self.at - now
+
+    def close(self) -> None:
+        self.open = False
+
+
+class DeadlineExceededError(KubeError):
+    """The deadline of the work in progress has passed: the request was not sent."""
+
+
+_DEADLINE: ContextVar[Deadline | None] = ContextVar("respread_deadline", default=None)
+
+
+@contextmanager
+def within(deadline: Deadline | None) -> Iterator[None]:
+    """Requests made in this context (threads started with asyncio.to_thread included, as they
+    copy the context) are bound by `deadline`."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def current_deadline() -> Deadline | None:
+    return _DEADLINE.get()
+
+
+def request_timeout(
+    explicit: float | tuple[float, float] | None,
+    defaults: Timeouts,
+    left: float | None,
+) -> tuple[float, float]:
+    """The (connect, read) timeouts of one request: what its caller asked for, else the
+    defaults, cut to the time `left` before the deadline (DeadlineExceededError when none is)."""
+    if explicit is None:
+        connect, read = defaults.connect, defaults.read
+    elif isinstance(explicit, tuple):
+        connect, read = explicit
+    else:
+        connect, read = min(defaults.connect, explicit), explicit
+    if left is not None:
+        if left <= 0:
+            raise DeadlineExceededError(f"the deadline passed {-left:.1f}s ago: request not sent")
+        connect, read = min(connect, left), min(read, left)
+    return connect, read
+
+
+class _TimedRest(rest.RESTClientObject):
+    """The client's REST layer, with timeouts on every request (see `with_timeouts`)."""
+
+    def __init__(self, inner: rest.RESTClientObject, timeouts: Timeouts) -> None:
+        # Not calling the base __init__: this only forwards to `inner`, which owns the pool.
+        self.inner = inner
+        self.timeouts = timeouts
+        self.configuration = inner.configuration
+        self.pool_manager = inner.pool_manager
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Any = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
+        deadline = _DEADLINE.get()
+        left = deadline.left(time.monotonic()) if deadline is not None else None
+        return self.inner.request(
+            method,
+            url,
+            headers=headers,
+            body=body,
+            post_params=post_params,
+            _request_timeout=request_timeout(_request_timeout, self.timeouts, left),
+        )
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def with_timeouts(api: client.ApiClient, timeouts: Timeouts) -> client.ApiClient:
+    """Make every request of `api` carry connect and read timeouts (and honour the deadline of
+    the context it is made in): the kubernetes client's default is to wait for ever."""
+    inner = api.rest_client
+    if isinstance(inner, _TimedRest):
+        inner = inner.inner
+    api.rest_client = _TimedRest(inner, timeouts)
+    return api
 
 
 # A JSON merge patch as respread's field manager, its response left unparsed (the caller reads

@@ -1,13 +1,21 @@
 """Evicting a pod through the policy/v1 Eviction subresource, and what the answer means.
 
 A budget refusal (429 with cause DisruptionBudget) and the multiple-budget error (500) are
-answers, never retried. Throttling (other 429s, honouring Retry-After), other 5xx and
-connection errors are retried with backoff until a deadline.
+answers, never retried. Throttling (other 429s, honouring Retry-After) and other 5xx are
+retried with backoff, and so is a connection that could not be made (nothing was sent), until
+the eviction's own deadline or the deadline of the work in progress (kube.client.Deadline),
+whichever comes first.
+
+A request that went out and got no answer (a read timeout, a connection dropped half-way) is
+never sent again: an API server that stopped answering (paused, overloaded) still holds it and
+may carry it out when it resumes, however late. The outcome says so (`answered` False): the
+eviction may or may not happen, and the caller should stop acting on the plan it came from.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +33,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from respread.kube.client import DeadlineExceededError, current_deadline
+
 MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 
 
@@ -39,6 +49,7 @@ class Outcome:
     result: Result
     reason: str
     status: int | None = None
+    answered: bool = True  # False: sent without an answer; it may still be carried out
 
 
 class TransientError(Exception):
@@ -82,6 +93,27 @@ def classify(err: ApiException) -> Outcome | TransientError:
     return Outcome(Result.FAILED, f"HTTP {err.status}: {message}", err.status)
 
 
+class NoAnswerError(Exception):
+    """The request was sent and no answer came: it may still be carried out; never resent."""
+
+
+# Failures before a request went out: retrying sends it for the first time.
+_NOT_SENT = (
+    urllib3.exceptions.NewConnectionError,
+    urllib3.exceptions.ConnectTimeoutError,
+    ConnectionRefusedError,
+)
+
+
+def transport_failure(err: Exception) -> TransientError | NoAnswerError:
+    """A connection that could not be made (nothing sent: worth retrying), or a request sent
+    without an answer (a read timeout, a dropped connection: never resent)."""
+    cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
+    if isinstance(cause, _NOT_SENT):
+        return TransientError(f"cannot reach the API server: {cause}")
+    return NoAnswerError(f"no answer from the API server: {cause}")
+
+
 def _wait(state: RetryCallState) -> float:
     exc = state.outcome.exception() if state.outcome is not None else None
     if isinstance(exc, TransientError) and exc.retry_after is not None:
@@ -99,9 +131,11 @@ def evict(
     dry_run: bool = False,
     deadline: float = 60.0,
     allowed: Callable[[], bool] | None = None,
+    refusal: Callable[[], str] | None = None,
 ) -> Outcome:
     """Evict one pod; ``uid`` makes sure it is the pod that was planned, not a namesake.
-    ``allowed`` is asked before each attempt (retries too): leader election's guard."""
+    ``allowed`` (leader election's guard) and ``refusal`` (why not to send now, "" to go) are
+    asked before each attempt, retries too."""
     core = client.CoreV1Api(api)
     body = client.V1Eviction(
         metadata=client.V1ObjectMeta(name=name, namespace=namespace),
@@ -110,16 +144,22 @@ def evict(
             preconditions=client.V1Preconditions(uid=uid) if uid else None,
         ),
     )
+    bound = current_deadline()
+    left = bound.left(time.monotonic()) if bound is not None else None
+    budget = deadline if left is None else max(0.0, min(deadline, left))
 
     @retry(
         retry=retry_if_exception(lambda e: isinstance(e, TransientError)),
         wait=_wait,
-        stop=stop_after_attempt(8) | stop_after_delay(deadline),
+        stop=stop_after_attempt(8) | stop_after_delay(budget),
         reraise=True,
     )
     def attempt() -> Outcome:
         if allowed is not None and not allowed():
             return Outcome(Result.FAILED, "not evicted: this replica no longer leads")
+        why = refusal() if refusal is not None else ""
+        if why:
+            return Outcome(Result.FAILED, f"not evicted: {why}")
         try:
             core.create_namespaced_pod_eviction(
                 name, namespace, body, dry_run="All" if dry_run else None
@@ -130,10 +170,16 @@ def evict(
                 raise verdict from None
             return verdict
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise TransientError(f"cannot reach the API server: {err}") from None
+            raise transport_failure(err) from None
         return Outcome(Result.EVICTED, "dry-run eviction accepted" if dry_run else "evicted", 201)
 
     try:
         return attempt()
     except TransientError as err:
         return Outcome(Result.FAILED, f"gave up after retries: {err}")
+    except NoAnswerError as err:
+        return Outcome(
+            Result.FAILED, f"{err}; the eviction may still be carried out", answered=False
+        )
+    except DeadlineExceededError as err:
+        return Outcome(Result.FAILED, f"not evicted: {err}")

@@ -77,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", parents=flags, help="violations and the eviction plan, now")
     p.add_argument("--policy", metavar="FILE", help="a RebalancePolicy manifest")
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument("--policy-name", metavar="NAME", help="plan as the operator plans this policy")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml", "compact"), default="text")
+    p.add_argument(
+        "--exit-code", action="store_true", help="exit 3 on violations, 4 on no all-clear"
+    )
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings")
 
@@ -121,7 +125,9 @@ def plan_argv(args: argparse.Namespace) -> list[str]:
     argv = ["plan", *connection(args), "-o", args.output]
     argv += ["--namespace", namespace] if namespace else []
     argv += ["--policy", args.policy] if args.policy else []
+    argv += ["--policy-name", args.policy_name] if args.policy_name else []
     argv += ["--now", args.now] if args.now else []
+    argv += ["--exit-code"] if args.exit_code else []
     return argv + (["-q"] if args.quiet else [])
 
 

@@ -14,11 +14,19 @@ from typing import Any
 
 from respread.core.limits import printable
 
+VERDICTS = {
+    "Fixable": "fixable",
+    "Waiting": "waiting for holds to lift",
+    "PartlyFixable": "partly fixable by eviction",
+    "NotFixable": "not fixable by eviction",
+}
 SUMMARY_FIELDS = (
     ("nodes", "nodes"),
     ("pods", "pods"),
     ("constraintGroups", "constraint groups"),
     ("violations", "violations"),
+    ("waiting", "waiting"),
+    ("partlyFixable", "partly fixable"),
     ("unfixable", "unfixable"),
     ("plannedEvictions", "planned evictions"),
     ("deferredEvictions", "deferred"),
@@ -76,6 +84,15 @@ def _summary(summary: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
+def _evictions(status: Mapping[str, Any]) -> list[str]:
+    """Evictions since the policy was created, and when the next held-back one is due."""
+    total, due = status.get("evictedTotal"), status.get("nextEvictionTime")
+    if total is None and due is None:
+        return []
+    line = f"  Evictions: {_s(total or 0)} since the policy was created"
+    return [line + (f"; the next is due at {_s(due)} (cooldown or back-off)" if due else "")]
+
+
 def _conditions(status: Mapping[str, Any]) -> str:
     parts = []
     for c in _entries(status.get("conditions")):
@@ -98,7 +115,12 @@ def _domains(v: Mapping[str, Any]) -> str:
 
 
 def _violation(v: Mapping[str, Any]) -> str:
-    fix = "fixable" if v.get("fixable") else f"not fixable by eviction: {_s(v.get('remedy', '?'))}"
+    verdict = v.get("verdict")
+    fix = (VERDICTS.get(verdict, "") if isinstance(verdict, str) else "") or (
+        "fixable" if v.get("fixable") else "not fixable by eviction"
+    )
+    if not v.get("fixable") and v.get("remedy"):
+        fix += f" (remedy {_s(v['remedy'])})"
     return (
         f"    {_workload(v)}  {_s(v.get('topologyKey', '?'))}: skew {_s(v.get('skew'))} > maxSkew"
         f" {_s(v.get('maxSkew'))} ({_domains(v)}); cause {_s(v.get('cause', '?'))}; {fix}"
@@ -147,6 +169,7 @@ def render_policy(policy: Mapping[str, Any], namespace: str | None) -> str:
     lines = [
         f"Policy {name} ({mode}), last scan {_s(status['lastScanTime'])}",
         f"  Summary: {_summary(_mapping(status.get('summary')))}",
+        *_evictions(status),
         f"  Conditions: {_conditions(status)}",
         *_section("Violations", violations, status.get("violationsTotal"), narrowed, _violation),
         *_section("Plan", plan, status.get("planTotal"), narrowed, _step),

@@ -16,10 +16,17 @@ from typing import Final
 from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.order import ORDERED_KINDS, CostPlan
-from respread.remedies.evict.planner import Outcome, Plan, StepState
+from respread.remedies.evict.planner import Outcome, Plan, StepState, Verdict
 from respread.remedies.surge.plan import SurgeReport
 
 EVICTION_OFF: Final = "spec.remediation.evict is false"
+# Whether eviction applies to a violation of each verdict, and why (one verdict: the plan's).
+EVICT_BY_VERDICT: Final = {
+    Verdict.FIXABLE: (True, "evicting the misplaced pods fixes it"),
+    Verdict.PARTLY_FIXABLE: (True, "evicting pods leaves fewer misplaced; it cannot fix it all"),
+    Verdict.WAITING: (False, "eviction fixes it once its pods' holds lift (see message)"),
+    Verdict.NOT_FIXABLE: (False, "eviction cannot fix it (see message)"),
+}
 SURGE_HOLDS: Final = "a surge move holds this Deployment (spec.remediation.surge)"
 
 
@@ -88,8 +95,12 @@ def hold_costs(costs: CostPlan | None, busy: frozenset[WorkloadRef]) -> CostPlan
     """The deletion-cost plan without writes to the pods of workloads a surge holds."""
     if costs is None or not busy:
         return costs
-    held = {id(e.pod) for o in costs.orders if o.workload in busy for e in o.pods}
-    return replace(costs, patches=tuple(p for p in costs.patches if id(p.pod) not in held))
+    held = {
+        (e.pod.namespace, e.pod.name) for o in costs.orders if o.workload in busy for e in o.pods
+    }
+    return replace(
+        costs, patches=tuple(p for p in costs.patches if (p.pod.namespace, p.pod.name) not in held)
+    )
 
 
 def surge_verdict(
@@ -102,27 +113,10 @@ def surge_verdict(
         return RemedyVerdict(
             Remedy.SURGE, enabled, False, f"a {workload.kind} is not surged (Deployments only)"
         )
-    if surge is not None:
-        for f in surge.in_flight:
-            if f.workload == workload:
-                return RemedyVerdict(
-                    Remedy.SURGE,
-                    enabled,
-                    True,
-                    f"a surge is in flight ({f.operation.phase.value}, "
-                    f"{f.operation.original} -> {f.operation.target} replicas)",
-                )
-        for p in surge.plans:
-            if p.workload == workload:
-                return RemedyVerdict(
-                    Remedy.SURGE,
-                    enabled,
-                    True,
-                    f"scaling {p.original} -> {p.original + p.surge} and back fixes it",
-                )
-        for sk in surge.skips:
-            if sk.workload == workload:
-                return RemedyVerdict(Remedy.SURGE, enabled, False, sk.reason)
+    found = None if surge is None else _surge_of(surge, workload)
+    if found is not None:
+        applicable, reason = found
+        return RemedyVerdict(Remedy.SURGE, enabled, applicable, reason)
     if not enabled:
         return RemedyVerdict(
             Remedy.SURGE, False, False, "not evaluated (spec.remediation.surge.enabled is false)"
@@ -130,22 +124,33 @@ def surge_verdict(
     return RemedyVerdict(Remedy.SURGE, True, False, "no surge planned")
 
 
+def _surge_of(surge: SurgeReport, workload: WorkloadRef) -> tuple[bool, str] | None:
+    """What the surge report says of the workload: a surge in flight or planned (applicable),
+    or why none is (a skip); None when it says nothing of it."""
+    for f in surge.in_flight:
+        if f.workload == workload:
+            op = f.operation
+            return True, (
+                f"a surge is in flight ({op.phase.value}, {op.original} -> {op.target} replicas)"
+            )
+    for p in surge.plans:
+        if p.workload == workload:
+            return True, f"scaling {p.original} -> {p.original + p.surge} and back fixes it"
+    for sk in surge.skips:
+        if sk.workload == workload:
+            return False, sk.reason
+    return None
+
+
 def remedies(
     outcome: Outcome, policy: RebalancePolicy, surge: SurgeReport | None = None
 ) -> tuple[RemedyVerdict, ...]:
     """Each remedy for one violation: allowed, applicable, and why."""
     kind = outcome.group.workload.kind
-    evict_applies = outcome.fixable
+    evict_applies, evict_reason = EVICT_BY_VERDICT[outcome.verdict]
     cost_applies = kind in ORDERED_KINDS
     return (
-        RemedyVerdict(
-            Remedy.EVICT,
-            policy.remediation.evict,
-            evict_applies,
-            "evicting the misplaced pods fixes it"
-            if evict_applies
-            else "eviction cannot fix it (see message)",
-        ),
+        RemedyVerdict(Remedy.EVICT, policy.remediation.evict, evict_applies, evict_reason),
         RemedyVerdict(
             Remedy.DELETION_COST,
             policy.remediation.deletion_cost.enabled,

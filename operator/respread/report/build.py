@@ -6,9 +6,11 @@ at a terminal, report/status.py as the policy's bounded status.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
-from respread.analysis.causes import Attribution, CauseKey, PreviousScan, attribute
+from respread.analysis.causes import Attribution, CauseKey, Facts, PreviousScan, attribute
+from respread.analysis.coverage import Coverage, coverage_of
 from respread.analysis.domain_memory import NO_VIEW, DomainView
 from respread.analysis.groups import Analysis, Group, violating_nodes
 from respread.analysis.outage_holds import outage_note, touching
@@ -19,13 +21,15 @@ from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
-from respread.remedies.evict.steps import SkipKind
-from respread.remedies.surge.plan import InFlight, SurgePlan, SurgeReport, SurgeSkip
+from respread.remedies.evict.steps import SkipKind, Verdict
+from respread.remedies.surge.advance import InFlight
+from respread.remedies.surge.plan import SurgePlan, SurgeReport, SurgeSkip
 from respread.report.model import (
     CostEntry,
     CostExcluded,
     CostOrder,
     CostPatch,
+    CoverageSection,
     DeletionCostSection,
     Eviction,
     Planner,
@@ -42,6 +46,7 @@ from respread.report.model import (
     SurgeSection,
     SurgeSkipped,
     SurgeVictim,
+    UnknownNodePod,
     Violation,
 )
 from respread.report.text import where
@@ -60,20 +65,21 @@ def _domains(group: Group, limit: int = DOMAINS_SHOWN) -> tuple[tuple[tuple[str,
 
 def violation_entry(
     outcome: Outcome,
-    analysis: Analysis,
+    facts: Facts,
     policy: RebalancePolicy,
     previous: PreviousScan | None = None,
     surge: SurgeReport | None = None,
     *,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    coverage: Coverage | None = None,
     outages: tuple[Outage, ...] = (),
 ) -> Violation:
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
-    why = attribute(g, analysis, previous, carried)
+    why = attribute(g, facts, previous, carried)
     verdicts = remedies(outcome, policy, surge)
-    pinned, message = _pinned(outcome, analysis)
+    pinned, message = _pinned(outcome, facts.analysis)
     down = touching(g, outages)
     if down:
         message = f"{message}; {outage_note(down)}: no eviction on its account"
@@ -92,7 +98,7 @@ def violation_entry(
         pods_on_nodes_without_key=g.unresolvable,
         pods_outside_domains=g.outside,
         minimum_moves=g.minimum_moves,
-        fixable=outcome.fixable,
+        verdict=outcome.verdict,
         violating_pods_after_run=outcome.violating_after_run,
         cause=why.cause,
         cause_message=why.message,
@@ -101,6 +107,8 @@ def violation_entry(
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
+        incomplete=coverage is not None and coverage.touches(g),
+        waiting_for=outcome.waiting_for,
         pods_pinned_by_volume=pinned,
     )
 
@@ -293,18 +301,35 @@ def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSe
     )
 
 
+def coverage_section(coverage: Coverage) -> CoverageSection:
+    return CoverageSection(
+        pods_on_unknown_nodes=tuple(
+            UnknownNodePod(p.namespace, p.name, p.node_name or "")
+            for p in coverage.pods_on_unknown_nodes
+        ),
+        incomplete_groups=tuple(sorted(coverage.incomplete)),
+        pods_selected=coverage.pods_selected,
+        matching_pod_selector=coverage.evictable_by_selector,
+        missing_namespaces=coverage.missing_namespaces,
+        nothing_selected=coverage.nothing_selected,
+    )
+
+
 def _summary(analysis: Analysis, plan: Plan, pending: tuple[PendingPod, ...]) -> Summary:
     state = analysis.index.state
+    verdicts = Counter(o.verdict for o in plan.outcomes)
     return Summary(
         nodes=len(state.nodes),
         pods=len(state.pods),
         constraint_groups=len(analysis.groups),
         violations=len(plan.outcomes),
-        unfixable=sum(1 for o in plan.outcomes if not o.fixable),
+        unfixable=verdicts[Verdict.NOT_FIXABLE],
         planned_evictions=len(plan.moves),
         deferred_evictions=len(plan.deferred),
         blocked=sum(1 for s in plan.skipped if s.kind is SkipKind.BLOCKED),
         skipped=len(plan.skipped),
+        waiting=verdicts[Verdict.WAITING],
+        partly_fixable=verdicts[Verdict.PARTLY_FIXABLE],
         pending=len(pending),
     )
 
@@ -318,6 +343,7 @@ def build_report(
     *,
     surge: SurgeReport | None = None,
     carried: Mapping[CauseKey, Attribution] | None = None,
+    coverage: Coverage | None = None,
     pending: tuple[PendingPod, ...] = (),
     outages: tuple[Outage, ...] = (),
     domains: DomainView = NO_VIEW,
@@ -326,14 +352,27 @@ def build_report(
 
     ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
     ``carried``, the previous scan's view and the causes it gave (analysis/causes.py);
-    ``pending``, the pods spread holds Pending (analysis/pending.py).
+    ``coverage``, what the scan could not see and what the policy selects; ``pending``, the
+    pods spread holds Pending (analysis/pending.py); ``outages`` and ``domains``, the domains
+    down, lost, returned and recovering (scheduling/outages.py, analysis/domain_memory.py).
     """
+    facts = Facts(analysis)
+    coverage = coverage if coverage is not None else coverage_of(analysis, policy)
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
         summary=_summary(analysis, plan, pending),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, analysis, policy, previous, surge, carried=carried, outages=outages)
+            violation_entry(
+                o,
+                facts,
+                policy,
+                previous,
+                surge,
+                carried=carried,
+                coverage=coverage,
+                outages=outages,
+            )
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
@@ -346,6 +385,7 @@ def build_report(
         ),
         deletion_cost=deletion_cost_section(costs),
         surge=surge_section(surge, policy),
+        coverage=coverage_section(coverage),
         pending=pending,
         outages=outages,
         domains=domains,

@@ -26,6 +26,7 @@ from respread.report.model import (
     CostExcluded,
     CostOrder,
     CostPatch,
+    CoverageSection,
     DeletionCostSection,
     DeletionCostStatus,
     DomainPods,
@@ -46,6 +47,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from respread.report.move import MoveAnswer
 from respread.scheduling.outages import Outage
 
 Json = dict[str, Any]
@@ -80,6 +82,8 @@ def _summary(s: Summary) -> Json:
         "deferredEvictions": s.deferred_evictions,
         "blocked": s.blocked,
         "skipped": s.skipped,
+        "waiting": s.waiting,
+        "partlyFixable": s.partly_fixable,
         "pendingPods": s.pending,
     }
 
@@ -111,6 +115,7 @@ def violation_json(v: Violation) -> Json:
         "podsOutsideDomains": v.pods_outside_domains,
         "minimumMoves": v.minimum_moves,
         "fixable": v.fixable,
+        "verdict": v.verdict.value,
         "violatingPodsAfterRun": v.violating_pods_after_run,
         "cause": v.cause.value,
         "causeMessage": v.cause_message,
@@ -120,6 +125,8 @@ def violation_json(v: Violation) -> Json:
         entry,
         domainsTruncated=v.domains_truncated,
         fromDefaultConstraints=v.from_default_constraints,
+        incomplete=v.incomplete,
+        waitingFor=v.waiting_for,
         podsPinnedByVolume=v.pods_pinned_by_volume,
     )
     entry["remedies"] = [_remedy(r) for r in v.remedies]
@@ -251,6 +258,25 @@ def surge_json(section: SurgeSection) -> Json:
     }
 
 
+def coverage_json(c: CoverageSection) -> Json:
+    """What the scan saw: pods on nodes it lacks, the groups counted without them, the pods
+    the policy selects (and why none)."""
+    out: Json = {
+        "complete": c.complete,
+        "podsOnUnknownNodes": [
+            {"namespace": p.namespace, "pod": p.pod, "node": p.node}
+            for p in c.pods_on_unknown_nodes
+        ],
+        "incompleteGroups": [_ref(w) | {"topologyKey": key} for w, key in c.incomplete_groups],
+        "podsSelected": c.pods_selected,
+    }
+    if c.matching_pod_selector is not None:
+        out["podsMatchingPodSelector"] = c.matching_pod_selector
+    return _optional(
+        out, missingNamespaces=list(c.missing_namespaces), nothingSelected=c.nothing_selected
+    )
+
+
 def _unblock(u: Unblock) -> Json:
     out: Json = {"kind": u.kind.value, "message": u.message}
     if u.domain:
@@ -368,10 +394,26 @@ def report_json(report: Report) -> Json:
         },
         "deletionCost": deletion_cost_json(report.deletion_cost),
         "surge": surge_json(report.surge),
+        "coverage": coverage_json(report.coverage),
         "pending": [pending_json(p) for p in report.pending],
         "outages": [outage_json(o) for o in report.outages],
         **domains_json(report.domains),
     }
+
+
+def move_json(answer: MoveAnswer) -> Json:
+    """`respread explain`'s `move`: whether the plan moves the pod, and every reason not now."""
+    out: Json = {"verdict": answer.verdict.value}
+    if answer.step is not None:
+        out["step"] = answer.step
+    if answer.predicted_node is not None:
+        out["predictedNode"] = answer.predicted_node
+    out["reasons"] = [
+        {"kind": r.kind.value, "reason": r.text}
+        | ({"until": format_rfc3339(r.until)} if r.until is not None else {})
+        for r in answer.reasons
+    ]
+    return out
 
 
 # ---- the status ---------------------------------------------------------------------------
@@ -402,6 +444,8 @@ def _status_summary(s: StatusSummary) -> Json:
         "skipped": s.skipped,
         "evicted": s.evicted,
         "failed": s.failed,
+        "waiting": s.waiting,
+        "partlyFixable": s.partly_fixable,
         "pendingPods": s.pending,
     }
 
@@ -444,10 +488,13 @@ def _status_violation(v: StatusViolation) -> Json:
         "causeMessage": v.cause_message,
         "since": v.since,
         "fixable": v.fixable,
+        "verdict": v.verdict.value,
         "message": v.message,
     }
     if v.remedy is not None:
         entry["remedy"] = v.remedy.value
+    if v.incomplete:
+        entry["incomplete"] = True
     return entry
 
 
@@ -523,7 +570,10 @@ def status_json(status: Status) -> Json:
         "violationsTotal": status.violations_total,
         "plan": [_step(x) for x in status.plan],
         "planTotal": status.plan_total,
+        "evictedTotal": status.evicted_total,
     }
+    if status.next_eviction_time is not None:
+        out["nextEvictionTime"] = status.next_eviction_time
     if status.cooldowns is not None:
         out["cooldowns"] = [cooldown_json(x) for x in status.cooldowns]
     if status.surges:
@@ -541,7 +591,7 @@ def status_json(status: Status) -> Json:
 # then remove them, or the last value written would stay for good. (The other fields are
 # always written: the lists as `[]` when empty. `summary` and `deletionCost` are objects that a
 # merge patch merges key by key: every one of their keys is always written.)
-CLEARED_WHEN_ABSENT = ("surges", "deletionCost")
+CLEARED_WHEN_ABSENT = ("surges", "deletionCost", "nextEvictionTime")
 
 
 def status_patch(status: Status) -> Json:

@@ -20,8 +20,9 @@ from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import OrderState
-from respread.remedies.evict.steps import SkipKind
-from respread.remedies.surge.plan import ActionKind, Phase
+from respread.remedies.evict.steps import SkipKind, Verdict
+from respread.remedies.surge.advance import ActionKind
+from respread.remedies.surge.operation import Phase
 from respread.scheduling.controller import Tier
 from respread.scheduling.outages import Outage
 
@@ -61,11 +62,13 @@ class Summary:
     pods: int
     constraint_groups: int
     violations: int
-    unfixable: int
+    unfixable: int  # verdict NotFixable
     planned_evictions: int
     deferred_evictions: int
     blocked: int
     skipped: int
+    waiting: int = 0  # verdict Waiting
+    partly_fixable: int = 0  # verdict PartlyFixable
     pending: int = 0  # unbound pods that topology spread holds Pending
 
 
@@ -91,7 +94,7 @@ class Violation:
     pods_on_nodes_without_key: int
     pods_outside_domains: int
     minimum_moves: int | None
-    fixable: bool
+    verdict: Verdict
     violating_pods_after_run: int
     cause: Cause
     cause_message: str
@@ -100,7 +103,13 @@ class Violation:
     from_default_constraints: bool = False
     remedies: tuple[RemedyVerdict, ...] = ()
     remedy: Remedy | None = None
+    incomplete: bool = False  # counted without pods on nodes the state lacks
+    waiting_for: str = ""  # verdict Waiting: the holds whose lifting lets eviction fix it
     pods_pinned_by_volume: int = 0  # kept in their domain by a PersistentVolume's affinity
+
+    @property
+    def fixable(self) -> bool:
+        return self.verdict is Verdict.FIXABLE
 
     @property
     def key(self) -> ViolationKey:
@@ -258,6 +267,31 @@ class SurgeSection:
 
 
 @dataclass(frozen=True, slots=True)
+class UnknownNodePod:
+    """A live pod bound to a node the scan does not know: left out of every count."""
+
+    namespace: str
+    pod: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageSection:
+    """What the scan saw of the cluster and of the policy's scope (analysis/coverage.py)."""
+
+    pods_on_unknown_nodes: tuple[UnknownNodePod, ...] = ()
+    incomplete_groups: tuple[tuple[WorkloadRef, str], ...] = ()  # (workload, topology key)
+    pods_selected: int = 0
+    matching_pod_selector: int | None = None  # None: the policy has no podSelector
+    missing_namespaces: tuple[str, ...] = ()
+    nothing_selected: str = ""  # why the policy selects no pod ("": it selects some)
+
+    @property
+    def complete(self) -> bool:
+        return not self.pods_on_unknown_nodes
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """The full RebalanceReport: unbounded lists (the CLI's output; the status bounds them)."""
 
@@ -271,6 +305,7 @@ class Report:
     predicted: Predicted
     deletion_cost: DeletionCostSection
     surge: SurgeSection
+    coverage: CoverageSection = CoverageSection()
     pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
     outages: tuple[Outage, ...] = ()  # domains whose nodes are all down past the grace period
     domains: DomainView = NO_VIEW  # lost and returned domains, outage and recovery phases
@@ -283,6 +318,10 @@ class ConditionType(StrEnum):
     READY = "Ready"
     SCAN_SUCCEEDED = "ScanSucceeded"
     BALANCED = "Balanced"
+    INPUT_COMPLETE = "InputComplete"  # every live pod is on a node the scan knows
+    PODS_SELECTED = "PodsSelected"  # the policy's selection holds pods
+    CACHE_STALE = "CacheStale"  # the scan could not trust the watch cache (report/health.py)
+    SCAN_STALLED = "ScanStalled"  # the scan passed its deadline
 
 
 class ConditionStatus(StrEnum):
@@ -293,10 +332,11 @@ class ConditionStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """A condition as a scan decides it; the status adds its transition time."""
+    """A condition as a scan decides it; the status adds its transition time. ``status``
+    None: Unknown (a Balanced that incomplete input or an empty selection cannot vouch for)."""
 
     type: ConditionType
-    status: bool
+    status: bool | None
     reason: str
     message: str
 
@@ -344,6 +384,8 @@ class StatusSummary:
     skipped: int
     evicted: int
     failed: int
+    waiting: int = 0
+    partly_fixable: int = 0
     pending: int = 0
 
 
@@ -374,9 +416,14 @@ class StatusViolation:
     cause: Cause
     cause_message: str
     since: str
-    fixable: bool
+    verdict: Verdict
     message: str
     remedy: Remedy | None = None
+    incomplete: bool = False
+
+    @property
+    def fixable(self) -> bool:
+        return self.verdict is Verdict.FIXABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +536,8 @@ class Status:
     cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
     surges: tuple[SurgeDigest, ...] = ()
     deletion_cost: DeletionCostStatus | None = None
+    evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
+    next_eviction_time: str | None = None  # the earliest a held-back eviction is due
     pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
     pending_total: int = 0
     outages: tuple[Outage, ...] = ()  # at most spec.report.maxItems

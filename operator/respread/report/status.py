@@ -26,6 +26,7 @@ from respread.report.model import (
     ConditionStatus,
     ConditionType,
     Cooldown,
+    CoverageSection,
     DeletionCostStatus,
     DomainPods,
     DomainsDigest,
@@ -45,6 +46,7 @@ from respread.report.model import (
     Violation,
     WorkloadHistory,
 )
+from respread.report.text import verdicts_text
 
 MESSAGE_LIMIT = 1024
 COOLDOWNS_LIMIT = 500  # status.cooldowns entries (the CRD's maxItems), most recent first
@@ -77,9 +79,10 @@ def _violation(v: Violation, since: str) -> StatusViolation:
         cause=v.cause,
         cause_message=_cap(v.cause_message),
         since=since,
-        fixable=v.fixable,
+        verdict=v.verdict,
         message=_cap(v.message),
         remedy=v.remedy,
+        incomplete=v.incomplete,
     )
 
 
@@ -125,6 +128,8 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
         skipped=s.skipped,
         evicted=states.count(StepStatus.EVICTED),
         failed=states.count(StepStatus.FAILED),
+        waiting=s.waiting,
+        partly_fixable=s.partly_fixable,
         pending=s.pending,
     )
 
@@ -148,7 +153,13 @@ def _pending(p: PendingPod) -> StatusPending:
 def _condition(
     c: Condition, now: str, generation: int, previous: Mapping[str, StatusCondition]
 ) -> StatusCondition:
-    status = ConditionStatus.TRUE if c.status else ConditionStatus.FALSE
+    status = (
+        ConditionStatus.UNKNOWN
+        if c.status is None
+        else ConditionStatus.TRUE
+        if c.status
+        else ConditionStatus.FALSE
+    )
     before = previous.get(c.type)
     since = now
     if before is not None and before.status is status:  # no transition
@@ -165,7 +176,6 @@ def _condition(
 
 def scan_conditions(report: Report) -> list[Condition]:
     s = report.summary
-    balanced = s.violations == 0
     return [
         Condition(ConditionType.READY, True, "Scanning", "the operator scans on schedule"),
         Condition(
@@ -174,15 +184,85 @@ def scan_conditions(report: Report) -> list[Condition]:
             "ScanCompleted",
             f"{s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups",
         ),
-        Condition(
-            ConditionType.BALANCED,
-            balanced,
-            "NoViolations" if balanced else "ViolationsFound",
-            "every workload within maxSkew"
-            if balanced
-            else f"{s.violations} violation(s), {s.unfixable} not fixable by eviction",
-        ),
+        _balanced(report),
+        _input_complete(report.coverage),
+        _pods_selected(report.coverage),
     ]
+
+
+def _balanced(report: Report) -> Condition:
+    """True only when the scan can vouch for it: nothing violated, every pod counted and the
+    policy selecting pods; Unknown when an empty selection or incomplete input leaves it open."""
+    s, c = report.summary, report.coverage
+    if s.violations:
+        return Condition(
+            ConditionType.BALANCED,
+            False,
+            "ViolationsFound",
+            verdicts_text(s),
+        )
+    if c.nothing_selected:
+        return Condition(
+            ConditionType.BALANCED,
+            None,
+            "NothingSelected",
+            f"the policy selects no pod: {c.nothing_selected}",
+        )
+    if not c.complete:
+        return Condition(
+            ConditionType.BALANCED,
+            None,
+            "IncompleteInput",
+            f"no violation found, but {len(c.incomplete_groups)} constraint group(s) were "
+            f"counted without {len(c.pods_on_unknown_nodes)} pod(s) on nodes the scan does not "
+            "know",
+        )
+    return Condition(ConditionType.BALANCED, True, "NoViolations", "every workload within maxSkew")
+
+
+def _input_complete(c: CoverageSection) -> Condition:
+    if c.complete:
+        return Condition(
+            ConditionType.INPUT_COMPLETE,
+            True,
+            "AllPodsOnKnownNodes",
+            "every pod is on a node the scan knows",
+        )
+    shown = ", ".join(f"{p.namespace}/{p.pod} on {p.node}" for p in c.pods_on_unknown_nodes[:3])
+    more = len(c.pods_on_unknown_nodes) - 3
+    return Condition(
+        ConditionType.INPUT_COMPLETE,
+        False,
+        "PodsOnUnknownNodes",
+        f"{len(c.pods_on_unknown_nodes)} pod(s) bound to nodes the scan does not know ({shown}"
+        f"{f' and {more} more' if more > 0 else ''}), left out of the counts of "
+        f"{len(c.incomplete_groups)} constraint group(s)",
+    )
+
+
+def _pods_selected(c: CoverageSection) -> Condition:
+    if c.nothing_selected:
+        return Condition(ConditionType.PODS_SELECTED, False, "NothingSelected", c.nothing_selected)
+    if c.matching_pod_selector == 0:
+        return Condition(
+            ConditionType.PODS_SELECTED,
+            False,
+            "PodSelectorMatchesNothing",
+            f"spec.selector.podSelector matches none of the {c.pods_selected} pod(s) in the "
+            "selected namespaces: nothing may be evicted",
+        )
+    missing = ""
+    if c.missing_namespaces:
+        missing = (
+            "; namespace(s) selected by name (spec.selector.namespaces.include) do not exist: "
+            + ", ".join(c.missing_namespaces)
+        )
+    return Condition(
+        ConditionType.PODS_SELECTED,
+        True,
+        "PodsSelected",
+        f"{c.pods_selected} pod(s) in the selected namespaces{missing}",
+    )
 
 
 # ---- the status of a scan -----------------------------------------------------------------
@@ -206,6 +286,7 @@ def build_status(
     seen = stored.first_seen(previous)
     before = stored.conditions(previous)
     steps = _plan(report, executions)
+    summary = _summary(report, executions)
     return Status(
         observed_generation=policy.generation,
         last_scan_time=now,
@@ -213,7 +294,7 @@ def build_status(
             _condition(c, now, policy.generation, before)
             for c in (conditions if conditions is not None else scan_conditions(report))
         ),
-        summary=_summary(report, executions),
+        summary=summary,
         violations=tuple(_violation(v, seen.get(v.key, now)) for v in report.violations[:limit]),
         violations_total=len(report.violations),
         plan=tuple(steps[:limit]),
@@ -221,6 +302,8 @@ def build_status(
         cooldowns=tuple(cooldowns) if cooldowns is not None else None,
         surges=tuple(surge_digest(report)[:limit]),
         deletion_cost=deletion_cost,
+        evicted_total=stored.evicted_total(previous) + summary.evicted,
+        next_eviction_time=next_eviction(report, cooldowns or (), policy.eviction.cooldown, now),
         pending=tuple(_pending(p) for p in report.pending[:limit]),
         pending_total=len(report.pending),
         outages=report.outages[:limit],
@@ -228,6 +311,27 @@ def build_status(
             report.domains.lost[:limit], report.domains.returned[:limit], report.domains.phases
         ),
     )
+
+
+def next_eviction(
+    report: Report, cooldowns: Sequence[Cooldown], cooldown: float, now: str
+) -> str | None:
+    """When the first eviction left for later by a cooldown or a back-off is due: the earliest,
+    over the workloads with deferred evictions, of the end of their cooldown (or back-off).
+    None when no deferred eviction waits for one."""
+    waiting = {e.workload for e in report.deferred}
+    start = stored.parse_time(now)
+    due = []
+    for c in cooldowns:
+        if c.workload not in waiting:
+            continue
+        last = stored.parse_time(c.last_eviction_time)
+        until = [last + cooldown] if last is not None else []
+        backoff = stored.parse_time(c.backoff_until)
+        until += [backoff] if backoff is not None else []
+        if until and (start is None or max(until) > start):
+            due.append(max(until))
+    return format_rfc3339(min(due)) if due else None
 
 
 def surge_digest(report: Report) -> list[SurgeDigest]:
@@ -260,15 +364,21 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
 
 
 def failed_scan_status(
-    policy: RebalancePolicy, now: str, error: str, previous: Mapping[str, Any] | None = None
+    policy: RebalancePolicy,
+    now: str,
+    error: str,
+    previous: Mapping[str, Any] | None = None,
+    extra: Sequence[Condition] = (),
 ) -> ConditionsStatus:
-    """A status reporting a failed scan; the last good report stays in place."""
+    """A status reporting a failed scan; the last good report stays in place. `extra`: other
+    conditions this failure sets (report/health.py)."""
     before = stored.conditions(previous)
     conditions = [
         Condition(
             ConditionType.READY, True, "Scanning", "the operator is running; the last scan failed"
         ),
         Condition(ConditionType.SCAN_SUCCEEDED, False, "ScanFailed", error),
+        *extra,
     ]
     ours = {c.type for c in conditions}
     kept = tuple(c for t, c in before.items() if t not in ours)

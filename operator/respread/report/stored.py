@@ -82,6 +82,24 @@ def conditions(status: Stored | None) -> dict[str, StatusCondition]:
     return {c.type: c for c in read if c is not None}
 
 
+def still_true(status: Stored | None, condition: str) -> bool:
+    """Whether the stored status does not say ``condition`` is False (a status without it, or
+    none, counts as True: nothing to tell a change from)."""
+    c = conditions(status).get(condition)
+    return c is None or c.status is not ConditionStatus.FALSE
+
+
+def scanned_generation(status: Stored | None) -> int | None:
+    """The policy generation the stored status's scan saw (None: not known)."""
+    value = (status or {}).get("observedGeneration")
+    return value if _is_int(value) else None
+
+
+def evicted_total(status: Stored | None) -> int:
+    """The evictions the stored status says the policy has made since it was created."""
+    return _count((status or {}).get("evictedTotal"))
+
+
 def scan_failing(status: Stored | None) -> bool:
     """Whether the stored status says the last scan failed."""
     c = conditions(status).get(ConditionType.SCAN_SUCCEEDED)

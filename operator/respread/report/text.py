@@ -6,19 +6,24 @@ from collections import Counter
 from collections.abc import Iterable
 
 from respread.core.limits import few_named
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
-from respread.remedies.choose import RemedyVerdict
+from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.remedies.evict.steps import Verdict as GroupVerdict  # move.Verdict: Now/Later/No
 from respread.report.model import (
     TIER_NAMES,
     CostEntry,
     CostOrder,
+    CoverageSection,
     DeletionCostSection,
     Eviction,
     Report,
     Skipped,
+    Summary,
     SurgeSection,
     Violation,
 )
+from respread.report.move import MoveAnswer, Verdict
 from respread.report.pending_text import domains_text, outages_text, pending_text
 from respread.scheduling.controller import Tier
 
@@ -46,13 +51,12 @@ def render_text(report: Report) -> str:
         f"Scanned {s.nodes} nodes, {s.pods} pods, {s.constraint_groups} constraint groups "
         f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
     ]
+    out.extend(coverage_text(report.coverage))
     out.extend(outages_text(report.outages))
-    if not report.violations and report.pending:
-        out.append("No misplaced pods; pods are held Pending by topology spread (below).")
-    elif not report.violations:
-        out.append("No topology spread violations.")
+    if not report.violations:
+        out.extend(_all_clear(report.coverage, pending=bool(report.pending)))
     else:
-        out.append(f"{s.violations} violation(s), {s.unfixable} not fixable by eviction.")
+        out.append(verdicts_text(s) + ".")
         for v in report.violations:
             out.append("")
             out.extend(_violation_text(v))
@@ -68,8 +72,84 @@ def render_text(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+UNKNOWN_SHOWN = 10  # pods on unknown nodes listed one by one
+
+
+def coverage_text(c: CoverageSection) -> list[str]:
+    """What the scan could not see, and a selection that holds nothing: never an all-clear."""
+    out = []
+    if c.nothing_selected:
+        out.append(f"The policy selects no pod: {c.nothing_selected}. Nothing was checked.")
+    if c.missing_namespaces and not c.nothing_selected:
+        out.append(
+            "Warning: namespace(s) selected by name do not exist: "
+            f"{', '.join(c.missing_namespaces)}."
+        )
+    if c.matching_pod_selector == 0 and not c.nothing_selected:
+        out.append(
+            f"Warning: spec.selector.podSelector matches none of the {c.pods_selected} pod(s) "
+            "in the selected namespaces: nothing may be evicted."
+        )
+    if c.complete:
+        return out
+    lost = c.pods_on_unknown_nodes
+    out.append(
+        f"Incomplete input: {len(lost)} pod(s) are bound to nodes the input does not hold, and "
+        "are left out of every count:"
+    )
+    out.extend(f"  {p.namespace}/{p.pod} on node {p.node}" for p in lost[:UNKNOWN_SHOWN])
+    if len(lost) > UNKNOWN_SHOWN:
+        out.append(f"  ... {len(lost)} pods in all")
+    groups = [f"{w.namespace}/{w.name} {key}" for w, key in c.incomplete_groups]
+    if groups:
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+        out.append(
+            f"  {len(groups)} constraint group(s) counted without them: "
+            f"{', '.join(groups[:5])}{more}"
+        )
+    return out
+
+
+def _all_clear(c: CoverageSection, *, pending: bool) -> list[str]:
+    """No violation found: said only as far as the scan can vouch for it (and not as an
+    all-clear when spread holds pods Pending)."""
+    if c.nothing_selected:
+        return []  # coverage_text said it: nothing was checked
+    if c.complete and pending:
+        return ["No misplaced pods; pods are held Pending by topology spread (below)."]
+    if c.complete:
+        return ["No topology spread violations."]
+    return [
+        "No topology spread violations in what the input holds; "
+        f"{len(c.incomplete_groups)} constraint group(s) were counted without some of their "
+        "pods (above)."
+    ]
+
+
+def verdicts_text(s: Summary) -> str:
+    """'3 violation(s): 1 fixable by eviction, 2 waiting for holds to lift' (the verdicts)."""
+    fixable = s.violations - s.unfixable - s.waiting - s.partly_fixable
+    counts = (
+        (fixable, "fixable by eviction"),
+        (s.waiting, "waiting for holds to lift"),
+        (s.partly_fixable, "partly fixable by eviction"),
+        (s.unfixable, "not fixable by eviction"),
+    )
+    return f"{s.violations} violation(s): " + ", ".join(f"{n} {w}" for n, w in counts if n)
+
+
+VERDICT_TEXT = {
+    GroupVerdict.FIXABLE: "fixable",
+    GroupVerdict.WAITING: "WAITING",
+    GroupVerdict.PARTLY_FIXABLE: "PARTLY FIXABLE",
+    GroupVerdict.NOT_FIXABLE: "NOT FIXABLE",
+}
+
+
 def _violation_text(v: Violation) -> list[str]:
-    state = "fixable" if v.fixable else "NOT FIXABLE"
+    state = VERDICT_TEXT[v.verdict]
+    if v.incomplete:
+        state += ", counts incomplete"
     relation = ">" if v.skew > v.max_skew else "<="
     misplaced = f"{v.violating_pods} of {v.pods} pods misplaced"
     if v.pods_on_nodes_without_key:
@@ -111,8 +191,12 @@ def _domain_rows(v: Violation) -> list[list[str]]:
 def _plan_text(report: Report) -> list[str]:
     out = []
     if report.evictions:
-        verb = "Would evict" if report.policy.mode is Mode.DRY_RUN else "Evicting"
-        out.append(f"{verb} {len(report.evictions)} pod(s), in this order:")
+        # The text is `respread plan`'s, which never evicts, whatever the policy's mode.
+        enforce = report.policy.mode is Mode.ENFORCE
+        note = " (mode Enforce: the operator evicts them; respread plan evicts nothing)"
+        out.append(
+            f"Would evict {len(report.evictions)} pod(s), in this order{note if enforce else ''}:"
+        )
         out.extend(
             _table(
                 [["#", "POD", "NODE", "FROM", "TO", "PREDICTED NODE"]]
@@ -167,15 +251,15 @@ def _skipped_rows(skipped: Iterable[Skipped]) -> list[list[str]]:
 def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     if not (section.enabled or section.operations):
         return []
-    verb = "Would surge" if mode is Mode.DRY_RUN else "Surging"
+    note = " (mode Enforce: the operator makes it)" if mode is Mode.ENFORCE else ""
     out = [""]
     if not section.plans:
         out.append("No surge move planned.")
     for p in section.plans:
         w = p.workload
         out.append(
-            f"{verb} {w.namespace}/{w.name} (Deployment) "
-            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas:"
+            f"Would surge {w.namespace}/{w.name} (Deployment) "
+            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas{note}:"
         )
         out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
     for sk in section.skipped:
@@ -190,16 +274,21 @@ def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     return out
 
 
-def _remedy_state(r: RemedyVerdict, chosen: bool) -> str:
+def _remedy_state(r: RemedyVerdict, chosen: bool, verdict: GroupVerdict) -> str:
     if chosen:
         return "chosen"
+    if r.remedy is Remedy.EVICT and verdict is GroupVerdict.WAITING:
+        return "waiting" if r.enabled else "waiting, not enabled"
     if not r.enabled:
         return "applies, not enabled" if r.applies else "not enabled"
     return "applies" if r.applies else "does not apply"
 
 
 def remedies_text(v: Violation) -> str:
-    parts = [f"{r.remedy.value} ({_remedy_state(r, r.remedy is v.remedy)})" for r in v.remedies]
+    parts = [
+        f"{r.remedy.value} ({_remedy_state(r, r.remedy is v.remedy, v.verdict)})"
+        for r in v.remedies
+    ]
     return ", ".join(parts) + ("" if v.remedy is not None else "; none chosen")
 
 
@@ -250,3 +339,24 @@ def _cost_row(i: int, e: CostEntry) -> list[str]:
     if e.tier is not Tier.READY:
         within += f" ({TIER_NAMES[e.tier]}: goes first whatever its cost)"
     return [str(i), e.pod, e.node or "-", where(e.domains), cost, within]
+
+
+VERDICTS = {
+    Verdict.NOW: "Yes: this run would evict it",
+    Verdict.LATER: "Later: a later run would evict it",
+    Verdict.NO: "No",
+}
+
+
+def move_text(answer: MoveAnswer) -> str:
+    """`respread explain`'s answer to "would respread move it?", with every reason."""
+    head = VERDICTS[answer.verdict]
+    if answer.step is not None:
+        head += f" (step {answer.step} of the plan)"
+    if answer.predicted_node is not None:
+        head += f"; its replacement is predicted on {answer.predicted_node}"
+    out = ["", f"Would respread move it? {head}."]
+    for r in answer.reasons:
+        when = f" (until {format_rfc3339(r.until)})" if r.until is not None else ""
+        out.append(f"  - {r.kind.value}: {r.text}{when}")
+    return "\n".join(out) + "\n"

@@ -170,14 +170,22 @@ class LeaderElector:
         if leading:
             log.info("%s leads (%s): scanning", self.identity, self.where)
         else:
-            log.warning(
-                "%s stopped leading (%s, now held by %s): no more scans",
-                self.identity,
-                self.where,
-                self.holder or "nobody",
-            )
+            log.warning("%s stopped leading (%s): no more scans", self.identity, self.lapse())
         if self.on_change is not None:
             await self.on_change(leading)
+
+    def lapse(self) -> str:
+        """Why this replica no longer leads, as far as it knows. A leader whose renewals
+        lapsed (cut off from the API server, or its process paused past the Lease) has not read
+        the Lease since: it names nobody as the holder, least of all itself."""
+        if self._stopped:
+            return f"{self.where} given up"
+        if self.holder and self.holder != self.identity:
+            return f"{self.where} now held by {self.holder}"
+        renewed = self._valid_until - self.timing.renew_deadline
+        ago = time.monotonic() - renewed if self._valid_until else None
+        since = f", last renewed {ago:.1f}s ago" if ago is not None else ""
+        return f"{self.where} not renewed within the renew deadline{since}"
 
     async def stop(self) -> None:
         """Stop leading and release the Lease (an empty holder), so that another replica can

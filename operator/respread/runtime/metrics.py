@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 REGISTRY = CollectorRegistry()
@@ -87,8 +89,43 @@ def serve(port: int) -> None:
     start_http_server(port, registry=REGISTRY)
 
 
-def forget(policy: str) -> None:
-    for metric in (SKEW, MISPLACED, OUTAGES):
+# Every metric labelled with a policy (its first label): a deleted policy leaves none behind.
+PER_POLICY = (
+    VIOLATIONS,
+    SKEW,
+    MISPLACED,
+    OUTAGES,
+    PLANNED,
+    EVICTIONS,
+    COST_PATCHES,
+    SCAN_SECONDS,
+    SCAN_FAILURES,
+    LAST_SCAN,
+    SURGES,
+)
+
+
+def _remove(metrics: tuple[Any, ...], policy: str) -> None:
+    for metric in metrics:
         for labels in list(metric._metrics):
             if labels[0] == policy:
                 metric.remove(*labels)
+
+
+def forget(policy: str) -> None:
+    """The policy's findings (skew and misplaced pods per group, outages): a scan exports them
+    afresh."""
+    _remove((SKEW, MISPLACED, OUTAGES), policy)
+
+
+def forget_policy(policy: str) -> None:
+    """Every series of a policy that is gone (deleted, or no longer valid)."""
+    _remove(PER_POLICY, policy)
+
+
+def series_of(policy: str) -> list[str]:
+    """The names of the series exported for `policy` (what forget_policy removes)."""
+    out = []
+    for family in REGISTRY.collect():
+        out += [s.name for s in family.samples if s.labels.get("policy") == policy]
+    return sorted(out)

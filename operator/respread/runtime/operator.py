@@ -12,6 +12,13 @@ Events, evicts): see runtime/leader.py. A replica that becomes leader seeds each
 memory from its status and scans at once; one that stops leading cancels its scans. kopf
 itself runs standalone (its "peering" is not leader election: peers of equal priority all
 pause).
+
+Enforce acts only on fresh state (docs/operations.md): every request has timeouts (Bounds),
+each scan a deadline and a guard (runtime/guard.py), a heartbeat notices pauses of the process
+(runtime/heartbeat.py), the watch cache is shown current before a scan acts
+(runtime/freshness.py), and evictions are recorded in the eviction ledger before they are made
+(runtime/ledger.py). Liveness fails for a scan stuck past its deadline; readiness
+(`--readiness`) while the watches fail or the cache cannot be shown current.
 """
 
 from __future__ import annotations
@@ -30,7 +37,15 @@ from kubernetes import client
 
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import DEFAULT_POLICY, PolicyError, RebalancePolicy, parse_policy
-from respread.kube.client import GROUP, PLURAL, VERSION, api_client
+from respread.kube.client import (
+    DEFAULT_TIMEOUTS,
+    GROUP,
+    PLURAL,
+    VERSION,
+    Timeouts,
+    api_client,
+    with_timeouts,
+)
 from respread.kube.writer import patch_status
 from respread.remedies.cost.release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
 from respread.report.contract import conditions_status_json
@@ -42,8 +57,14 @@ from respread.report.model import (
 )
 from respread.runtime import metrics, surges
 from respread.runtime.cache import WATCHED, ClusterCache
+from respread.runtime.enforcing import Safety
+from respread.runtime.freshness import Freshness
+from respread.runtime.guard import DEFAULT_LIMITS, ScanGuard, ScanLimits
+from respread.runtime.health import serve_readiness
+from respread.runtime.heartbeat import DEFAULT_PAUSES, Heartbeat, PauseSettings
 from respread.runtime.leader import LeaderElector, default_identity, default_namespace
 from respread.runtime.leadership import LeaseTiming
+from respread.runtime.ledger import Ledger
 from respread.runtime.memory import PolicyMemory
 from respread.runtime.reflector import Reflectors
 from respread.runtime.scan import run_scan
@@ -53,6 +74,24 @@ log = logging.getLogger(__name__)
 
 STALE_FACTOR = 3  # liveness fails when a policy's last scan is older than 3 intervals
 GRACE = 65.0  # seconds allowed on top of that (a scan that waits for the watches to catch up)
+REPLAN_AFTER = 1.0  # seconds before a scan that stopped so that a fresh plan may act runs again
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How long anything may take: every request (connect and read timeouts), a scan (its
+    deadline, the age of a plan it acts on, its wait for the cache to be shown current), and
+    how long a gap between heartbeats counts as a pause of the process."""
+
+    timeouts: Timeouts = DEFAULT_TIMEOUTS
+    scan: ScanLimits = DEFAULT_LIMITS
+    pauses: PauseSettings = DEFAULT_PAUSES
+
+    @property
+    def stuck(self) -> float:
+        """Seconds past its deadline after which a scan counts as stuck (liveness fails): time
+        for it to report what it did not do (a status write and an Event or two)."""
+        return 3 * (self.timeouts.connect + self.timeouts.read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +119,46 @@ class App:
     election_task: asyncio.Task[None] | None = None
     reflectors: Reflectors | None = None
     lifecycles: dict[str, Lifecycle] = field(default_factory=dict)  # deletion, finalizer
+    bounds: Bounds = field(default_factory=Bounds)
+    heartbeat: Heartbeat | None = None
+    freshness: Freshness | None = None
+    ledger: Ledger | None = None
+    scans: dict[str, ScanGuard] = field(default_factory=dict)  # the scans running now
+    background: set[asyncio.Task[Any]] = field(default_factory=set)  # the heartbeat
+    readiness: Any = None  # the readiness server's runner, when serving
+
+    def bound_kopf(self, settings: kopf.OperatorSettings) -> None:
+        """kopf's own requests (the policies' watch, its patches) get the same timeouts."""
+        settings.watching.server_timeout = 300
+        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
+        settings.watching.client_timeout = 330  # a stalled watch of the policies is given up
+        settings.watching.connect_timeout = self.bounds.timeouts.connect
+        settings.networking.request_timeout = self.bounds.timeouts.read
+        settings.networking.connect_timeout = self.bounds.timeouts.connect
+
+    async def start_watching_freshness(self, readiness: str | None) -> None:
+        """Once the reflectors run: the freshness proofs, the heartbeat, readiness."""
+        assert self.reflectors is not None
+        self.freshness = Freshness(
+            self.api, self.cache, self.reflectors.position, timeouts=self.bounds.timeouts
+        )
+        self.heartbeat = Heartbeat(self.bounds.pauses, on_pause=self.paused)
+        self.background.add(asyncio.create_task(self.heartbeat.run(), name="heartbeat"))
+        if readiness is not None:
+            self.readiness = await serve_readiness(readiness, self.unready)
+
+    async def stop_watching_freshness(self) -> None:
+        for task in list(self.background):
+            task.cancel()
+        if self.readiness is not None:
+            await self.readiness.cleanup()
+        if self.freshness is not None:
+            self.freshness.close()
+
+    def paused(self, gap: float) -> None:
+        """The process was paused for `gap` seconds: verify the cache before the next scan
+        (every scan that planned before stops acting: its guard sees the pause)."""
+        self.cache.mark_suspect(f"the process was paused for {gap:.0f}s")
 
     def acting(self) -> bool:
         """May this replica scan, write and evict now? Always, unless leader election says no."""
@@ -125,6 +204,9 @@ class App:
             memory = self.memories.get(name)
             if memory is None:  # first scan since start or election: what the status says
                 memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
+            guard = self.scans[name] = ScanGuard(
+                self.bounds.scan, self.cache, self.heartbeat, acting=self.acting
+            )
             if not await run_scan(
                 self.api,
                 self.cache,
@@ -134,11 +216,27 @@ class App:
                 acting=self.acting,
                 lifecycle=self.lifecycles.get(name, NOT_DELETING),
                 others=self.others(name),
+                safety=Safety(guard, self.freshness, self.ledger),
             ):
                 self.unschedule(name)
+            elif guard.replan:
+                asyncio.get_running_loop().call_later(REPLAN_AFTER, self.rescan, name)
         finally:
+            self.scans.pop(name, None)
             if task is not None:
                 self.running.discard(task)
+            if name not in self.policies:  # deleted while it ran: what it exported goes too
+                metrics.forget_policy(name)
+
+    def rescan(self, name: str) -> None:
+        """Scan the policy again now (its last scan stopped so that a fresh plan may act)."""
+        job = self.scheduler.get_job(name) if self.scheduler is not None else None
+        if job is not None and name in self.policies:
+            job.modify(next_run_time=_now())
+
+    def longest_cooldown(self) -> float:
+        """The longest cooldown of any policy: the eviction ledger keeps entries that long."""
+        return max((p.eviction.cooldown for p, _ in self.policies.values()), default=0.0)
 
     def others(self, name: str) -> list[RebalancePolicy]:
         """The other policies that are not being deleted (one may keep a cost this one wrote)."""
@@ -193,7 +291,7 @@ class App:
         self.memories.pop(name, None)
         self.statuses.pop(name, None)
         self.lifecycles.pop(name, None)
-        metrics.forget(name)
+        metrics.forget_policy(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)
 
@@ -214,9 +312,39 @@ class App:
                 out.append(name)
         return out
 
+    def stuck(self) -> list[str]:
+        """Scans running past their deadline by more than the time to report it: every request
+        has a deadline, so a scan there is stuck (a bug, or a process starved of CPU)."""
+        return [
+            f"{name} ({-guard.left():.0f}s past its deadline)"
+            for name, guard in self.scans.items()
+            if -guard.left() > self.bounds.stuck
+        ]
+
+    def unready(self) -> str | None:
+        """Why this replica's view of the cluster cannot be trusted now, if it cannot."""
+        if self.heartbeat is not None and self.heartbeat.stalled():
+            return f"the process was paused for {self.heartbeat.stalled():.0f}s"
+        if self.cache.failing:
+            kind, error = sorted(self.cache.failing.items())[0]
+            kinds = ", ".join(sorted(self.cache.failing))
+            return f"the watches of {kinds} are failing ({kind}: {error[:200]})"
+        recent = max(60.0, 3 * self.bounds.scan.catch_up)
+        failure = self.freshness.recent_failure(recent) if self.freshness is not None else None
+        if failure is not None:
+            return f"the watch cache could not be shown current: {failure}"
+        unlisted = sorted({w.kind for w in WATCHED} - self.cache.listed)
+        if unlisted:
+            return f"not listed yet: {', '.join(unlisted)}"
+        return None
+
     def unhealthy(self) -> str | None:
-        """Why liveness should fail, if it should: overdue scans (leader or standalone), or a
-        leader election loop that stopped turning (any replica)."""
+        """Why liveness should fail, if it should: a scan stuck past its deadline, overdue
+        scans (leader or standalone), or a leader election loop that stopped turning (any
+        replica)."""
+        stuck_scans = self.stuck()
+        if stuck_scans:
+            return f"scans stuck: {', '.join(stuck_scans)}"
         if self.elector is not None:
             stuck = time.monotonic() - self.elector.last_attempt
             if stuck > max(30.0, 10 * self.elector.timing.retry_period):
@@ -240,7 +368,7 @@ def _token(config: Any) -> str | None:
     return (rest if scheme.lower() == "bearer" else raw).strip() or None
 
 
-def build_registry(app: App) -> kopf.OperatorRegistry:
+def build_registry(app: App, readiness: str | None = None) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="policies")
@@ -249,7 +377,7 @@ def build_registry(app: App) -> kopf.OperatorRegistry:
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        _start(app, settings)
+        await _start(app, settings, readiness)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
@@ -311,14 +439,15 @@ def _on_invalid_policy(
     patch_status(app.api, name, conditions_status_json(ConditionsStatus(generation, (invalid,))))
 
 
-def _start(app: App, settings: kopf.OperatorSettings) -> None:
-    """kopf's settings, then the watches, the scheduler, the orphaned-surge pass and the
-    leader election (or leadership at once, standalone)."""
+async def _start(app: App, settings: kopf.OperatorSettings, readiness: str | None) -> None:
+    """kopf's settings, then the watches, the freshness proofs, the heartbeat and readiness,
+    the scheduler, the orphaned-surge pass and the leader election (or leadership at once,
+    standalone)."""
     settings.posting.enabled = False  # respread posts its own, meaningful Events
-    settings.watching.server_timeout = 300
-    settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30]
-    app.reflectors = Reflectors(app.api, app.cache)
+    app.bound_kopf(settings)
+    app.reflectors = Reflectors(app.api, app.cache, timeouts=app.bounds.timeouts)
     app.reflectors.start()
+    await app.start_watching_freshness(readiness)
     app.scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone="UTC")
     app.scheduler.start()
     surges.watch_orphans(  # a policy being deleted hands its surges to the orphan pass
@@ -336,6 +465,7 @@ def _start(app: App, settings: kopf.OperatorSettings) -> None:
 
 
 async def _stop(app: App) -> None:
+    await app.stop_watching_freshness()
     if app.scheduler is not None:
         app.scheduler.shutdown(wait=False)
     surges.stop_orphans()
@@ -363,28 +493,35 @@ class _SuspectOnKopfErrors(logging.Handler):
 
 def run(
     kubeconfig: str | None = None,
+    *,
     election: Election | None = None,
     liveness: str | None = None,
     metrics_port: int | None = 9090,
+    bounds: Bounds | None = None,
+    readiness: str | None = None,
+    namespace: str | None = None,
 ) -> None:
-    """Start the operator and block until it is stopped."""
-    api = api_client(kubeconfig)
+    """Start the operator and block until it is stopped. `namespace`: the operator's own (the
+    Lease's and the eviction ledger's), default: the pod's, else respread-system."""
+    bounds = bounds or Bounds()
+    api = with_timeouts(api_client(kubeconfig), bounds.timeouts)
     identity = (election.identity if election is not None else None) or default_identity()
     # Every request names the replica (the audit log's userAgent), so that what each replica
     # did can be told apart.
     api.user_agent = f"respread/{identity}"
-    app = App(api=api)
+    app = App(api=api, bounds=bounds)
+    app.ledger = Ledger(api, namespace or default_namespace(), app.longest_cooldown)
     if election is not None:
         app.elector = LeaderElector(
             api,
-            namespace=election.namespace or default_namespace(),
+            namespace=election.namespace or namespace or default_namespace(),
             name=election.name,
             identity=identity,
             timing=election.timing,
             on_change=app.on_leadership,
             on_error=lambda err: app.cache.mark_suspect(f"the Lease: {err}"),
         )
-    registry = build_registry(app)
+    registry = build_registry(app, readiness)
     logging.getLogger("kopf").addHandler(_SuspectOnKopfErrors(app.cache))
 
     @kopf.on.login(registry=registry)

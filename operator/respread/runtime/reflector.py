@@ -9,7 +9,7 @@ cache is marked suspect, so the next scan verifies it.
 
 Why not kopf: kopf handles every object as a resource with its own worker task, queue, memory
 and logger, which costs about 30 KB per pod at rest and delays the first report by minutes on a
-large cluster (docs/scale.md has the figures). kopf still serves the policies, probes and login.
+large cluster (docs/dev/scale.md has the figures). kopf still serves the policies, probes and login.
 
 While a listing arrives the cyclic garbage collector is paused (records are acyclic; full
 collections over a growing heap would walk every record again and again); once the first
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from kubernetes import client
 
 from respread.core.collector import gc_paused
+from respread.kube.client import DEFAULT_TIMEOUTS, Timeouts, with_timeouts
 from respread.kube.watch import GoneError, SilentError, list_pages, watch_events
 from respread.runtime.cache import WATCHED, ClusterCache, Key, Watched
 
@@ -44,6 +45,15 @@ SERVER_TIMEOUT = 300  # seconds the API server keeps a watch open (jittered up t
 # silent for 180 s. A server without the watch cache sends no bookmarks: its quiet kinds are
 # then watched again every 180 s, one request each.
 SILENCE = 180.0
+
+
+@dataclass(frozen=True, slots=True)
+class WatchPosition:
+    """Where a kind's watch stands: the last resourceVersion it delivered (None while it lists
+    again), and how many listings it has made (a new one means it relisted)."""
+
+    version: str | None
+    listings: int
 
 
 @dataclass
@@ -172,10 +182,11 @@ class Reflectors:
         api: client.ApiClient,
         cache: ClusterCache,
         kinds: Sequence[Watched] = WATCHED,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
     ) -> None:
         config = copy.deepcopy(api.configuration)
         config.connection_pool_maxsize = len(kinds) + 2
-        self.api = client.ApiClient(config)
+        self.api = with_timeouts(client.ApiClient(config), timeouts)
         self.api.user_agent = api.user_agent
         self.cache = cache
         self.stop = threading.Event()
@@ -201,6 +212,12 @@ class Reflectors:
             took = time.monotonic() - self.stats.started
             counts = ", ".join(f"{n} {k}" for k, (_, n) in sorted(self.stats.done.items()) if n)
             log.info("listed every watched kind in %.1fs: %s", took, counts or "nothing")
+
+    def position(self, kind: str) -> WatchPosition:
+        for r in self.reflectors:
+            if r.kind == kind:
+                return WatchPosition(r.version, r.listings)
+        raise KeyError(kind)
 
     def failing(self, attempts: int = 3) -> list[str]:
         """Kinds never listed whose list/watch has failed `attempts` times or more."""

@@ -26,21 +26,18 @@ from respread.kube.annotations import CostResult, write_cost
 from respread.kube.deployments import DeploymentWrite, PatchResult, patch_surge, read_surge
 from respread.kube.policies import Presence, read_policy
 from respread.kube.writer import post_event, post_policy_event
-from respread.remedies.surge.orphans import in_flight_count, orphans, overdue, unknown_policies
-from respread.remedies.surge.plan import (
+from respread.remedies.surge.advance import (
     ActionKind,
     InFlight,
-    Operation,
-    Phase,
-    SurgePlan,
-    SurgeReport,
-    Victim,
     costs_to_write,
     next_operation,
     operations,
-    start,
 )
+from respread.remedies.surge.operation import Operation, Phase
+from respread.remedies.surge.orphans import in_flight_count, orphans, overdue, unknown_policies
+from respread.remedies.surge.plan import SurgePlan, SurgeReport, start
 from respread.remedies.surge.scope import follower_state
+from respread.remedies.surge.victims import Victim
 from respread.runtime import metrics
 from respread.runtime.acting import Acting
 from respread.runtime.cache import ClusterCache

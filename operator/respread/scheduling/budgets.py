@@ -28,15 +28,31 @@ class BudgetCheck:
     verdict: BudgetVerdict
     reason: str = ""
     budget: str | None = None
+    lifts_when: str = ""  # blocked only until then: its pods healthy, its status current
 
 
 ALLOWED = BudgetCheck(BudgetVerdict.ALLOWED)
 
 
-class BudgetLedger:
-    """Budgets per namespace, and how many disruptions this plan has used of each."""
+def lifts_by_itself(b: DisruptionBudget) -> bool:
+    """Whether a budget that refuses every eviction now will allow one without anyone changing
+    it: its status is stale (the disruption controller has yet to observe it), or some of its
+    pods are not healthy and, once they are, it allows a disruption."""
+    return b.stale or b.expected_pods > b.desired_healthy
 
-    def __init__(self, budgets: Iterable[DisruptionBudget]) -> None:
+
+def allowed_once_healthy(b: DisruptionBudget) -> int:
+    """The disruptions the budget allows once every pod it expects is healthy."""
+    return max(b.disruptions_allowed, b.expected_pods - b.desired_healthy, 1 if b.stale else 0)
+
+
+class BudgetLedger:
+    """Budgets per namespace, and how many disruptions this plan has used of each.
+    ``lift_holds``: budgets that refuse now but lift by themselves (``lifts_by_itself``) are
+    counted as they will be once they lift (to find what waits on them)."""
+
+    def __init__(self, budgets: Iterable[DisruptionBudget], *, lift_holds: bool = False) -> None:
+        self.lift_holds = lift_holds
         self._by_ns: dict[str, list[DisruptionBudget]] = {}
         for b in budgets:
             self._by_ns.setdefault(b.namespace, []).append(b)
@@ -67,25 +83,30 @@ class BudgetLedger:
                 budgets[0].key,
             )
         b = budgets[0]
-        if b.stale:
+        allowed = b.disruptions_allowed
+        if self.lift_holds and lifts_by_itself(b):
+            allowed = allowed_once_healthy(b)
+        elif b.stale:
             return BudgetCheck(
                 BudgetVerdict.BLOCKED,
                 f"PodDisruptionBudget {b.name} status is stale (observedGeneration "
                 f"{b.observed_generation} < generation {b.generation})",
                 b.key,
+                lifts_when="until the disruption controller has observed it",
             )
-        if b.disruptions_allowed <= 0:
+        elif allowed <= 0:
             return BudgetCheck(
                 BudgetVerdict.BLOCKED,
                 f"PodDisruptionBudget {b.name} allows no disruption "
                 f"({b.current_healthy} healthy, {b.desired_healthy} desired)",
                 b.key,
+                lifts_when="until its pods are healthy" if lifts_by_itself(b) else "",
             )
         used = self._used.get(b.key, 0)
-        if used >= b.disruptions_allowed:
+        if used >= allowed:
             return BudgetCheck(
                 BudgetVerdict.EXHAUSTED,
-                f"PodDisruptionBudget {b.name} allows {b.disruptions_allowed} "
+                f"PodDisruptionBudget {b.name} allows {allowed} "
                 "disruption(s), all used by this plan",
                 b.key,
             )

@@ -44,12 +44,7 @@ def explain_pod(index: SpreadIndex, pod: Pod) -> Explanation:
     is how the question "does its current placement violate its constraints" is answered.
     """
     profile = index.profile_of(pod)
-    tables = list(index.tables(profile))
-    for i in range(len(tables)):
-        if index.is_counted(profile, i, pod):
-            assert pod.node_name is not None
-            tables[i] = tables[i].copy()
-            tables[i].add(tables[i].space.node_domain[pod.node_name], -1)
+    tables = tables_without(index, profile, pod)
     others = tuple(p for p in index.state.pods if p is not pod)
     ledger = CapacityLedger(index.state.nodes, others)
     nominated = _nominated(index, pod)
@@ -87,6 +82,17 @@ def explain_pod(index: SpreadIndex, pod: Pod) -> Explanation:
             reasons.append(fit)
         views.append(NodeView(node.name, verdict.status, not reasons, tuple(reasons)))
     return Explanation(pod.key, pod.node_name, tuple(constraint_views), tuple(views))
+
+
+def tables_without(index: SpreadIndex, profile: Profile, pod: Pod) -> list[CountTable]:
+    """The profile's count tables with ``pod`` taken out of those that count it (copies)."""
+    tables = list(index.tables(profile))
+    for i in range(len(tables)):
+        if index.is_counted(profile, i, pod):
+            assert pod.node_name is not None
+            tables[i] = tables[i].copy()
+            tables[i].add(tables[i].space.node_domain[pod.node_name], -1)
+    return tables
 
 
 def _nominated(index: SpreadIndex, pod: Pod) -> dict[str, list[Pod]]:

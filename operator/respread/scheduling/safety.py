@@ -19,7 +19,14 @@ OPT_OUTS = (
 
 
 def protection(pod: Pod, policy: RebalancePolicy, now: float | None) -> str | None:
-    """Why the pod may not be evicted, or None when it may."""
+    """Why the pod may not be evicted, or None when it may: first what the pod is (opted out,
+    not replaced, not running), then what the policy protects."""
+    return _never_evicted(pod) or _protected_by(pod, policy, now)
+
+
+def _never_evicted(pod: Pod) -> str | None:
+    """Why no policy may evict the pod: it opted out, nothing would replace it, or it is not
+    running."""
     for key, value in OPT_OUTS:
         if pod.annotations.get(key) == value:
             return f'opted out ({key}: "{value}")'
@@ -33,6 +40,11 @@ def protection(pod: Pod, policy: RebalancePolicy, now: float | None) -> str | No
         return f"owner kind {pod.owner.kind} is not known to replace evicted pods"
     if pod.terminating or pod.finished or pod.node_name is None:
         return "not running"
+    return None
+
+
+def _protected_by(pod: Pod, policy: RebalancePolicy, now: float | None) -> str | None:
+    """Why the policy's protections, pod selector or minimum age keep the pod."""
     prot = policy.eviction.protections
     if prot.system_critical and (
         pod.priority >= SYSTEM_PRIORITY or pod.spec.priority_class in SYSTEM_CLASSES

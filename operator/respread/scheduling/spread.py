@@ -19,7 +19,7 @@ constraints" by evaluating it as if it were being placed again, with itself remo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -141,6 +141,141 @@ def _label_keys_read(constraints: tuple[SpreadConstraint, ...]) -> tuple[str, ..
     return tuple(keys)
 
 
+# A bucket of pods of one shape: namespace, id(labels), id(spec), the owner (a bare pod: its
+# name), and whether its pods are live and bound to a known node.
+ShapeKey = tuple[str, int, int, int | str, bool]
+WorkloadKey = tuple[str, str, str]  # namespace, kind, name
+
+
+def bucket_shapes(pods: Iterable[Pod], nodes: Mapping[str, Node]) -> dict[ShapeKey, list[int]]:
+    """The pods' positions bucketed by shape: pods of one template share their (interned)
+    labels, spec and owner, so per-template work (counting by labels; profiles and workloads
+    in the analysis) is done once per bucket. A bare pod is its own workload: never bucketed
+    with its look-alikes. Live, bound pods are bucketed apart from the others (unbound,
+    terminating, finished), which count only towards the workloads' constraints."""
+    shapes: dict[ShapeKey, list[int]] = {}
+    for position, pod in enumerate(pods):
+        node = pod.node_name
+        live = not (node is None or node not in nodes or pod.terminating or pod.phase in FINISHED)
+        owner = id(pod.owner) if pod.owner is not None else pod.name
+        key = (pod.namespace, id(pod.labels), id(pod.spec), owner, live)
+        bucket = shapes.get(key)
+        if bucket is None:
+            shapes[key] = [position]
+        else:
+            bucket.append(position)
+    return shapes
+
+
+def count_by_labels(
+    pods: Sequence[Pod], live: Iterable[list[int]]
+) -> dict[str, dict[Labels, dict[str, int]]]:
+    """namespace -> labels -> node -> the live pods with exactly those labels there (the
+    ``live`` buckets). Gathered by the labels' identity first (hashing Labels is a Python
+    call), then merged by value."""
+    by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
+    for positions in live:
+        first = pods[positions[0]]
+        labels_key = (first.namespace, id(first.labels))
+        entry = by_identity.get(labels_key)
+        if entry is None:
+            entry = by_identity[labels_key] = (first.labels, {})
+        per_node = entry[1]
+        for position in positions:
+            node = pods[position].node_name
+            assert node is not None
+            per_node[node] = per_node.get(node, 0) + 1
+    out: dict[str, dict[Labels, dict[str, int]]] = defaultdict(dict)
+    for (namespace, _), (labels, per_node) in by_identity.items():
+        known = out[namespace].get(labels)
+        if known is None:
+            out[namespace][labels] = per_node
+        else:  # equal labels, interned apart
+            for node, n in per_node.items():
+                known[node] = known.get(node, 0) + n
+    return out
+
+
+def infer_workload_constraints(
+    state: ClusterState, shapes: Iterable[list[int]]
+) -> dict[WorkloadKey, tuple[SpreadConstraint, ...]]:
+    """Per controller, the constraints its replacements will carry.
+
+    The owner's template when the snapshot has it; otherwise the constraints its pods
+    declare (pods of one controller come from one template, and spread constraints are
+    immutable on a pod, so a pod that has them shows the template). Where pods disagree,
+    the most common non-empty set wins, ties to the first pod in name order.
+    """
+    # Counted by identity (the loader interns them; a bucket's pods share theirs), then
+    # merged by value: hashing the constraint tuples of every pod would dominate.
+    pods = state.pods
+    by_id: dict[WorkloadKey, Counter[int]] = defaultdict(Counter)
+    values: dict[int, tuple[SpreadConstraint, ...]] = {}
+    buckets: dict[WorkloadKey, list[list[int]]] = defaultdict(list)
+    for positions in shapes:
+        pod = pods[positions[0]]
+        constraints = pod.spec.constraints
+        if pod.owner is None or not constraints:
+            continue
+        key = (pod.namespace, pod.owner.kind, pod.owner.name)
+        by_id[key][id(constraints)] += len(positions)
+        values[id(constraints)] = constraints
+        buckets[key].append(positions)
+    out = {key: _most_common(pods, ids, values, buckets[key]) for key, ids in by_id.items()}
+    for w in state.workloads:
+        if w.template is not None:
+            out[w.key] = w.template.spec.constraints
+    return out
+
+
+def _most_common(
+    pods: Sequence[Pod],
+    ids: Counter[int],
+    values: Mapping[int, tuple[SpreadConstraint, ...]],
+    buckets: list[list[int]],
+) -> tuple[SpreadConstraint, ...]:
+    """The constraint set most of a controller's pods carry; on a tie, the first pod's (in
+    name order) if it is one of the tied, else the least by repr."""
+    counter: Counter[tuple[SpreadConstraint, ...]] = Counter()
+    for cid, n in ids.items():
+        counter[values[cid]] += n
+    best = max(counter.values())
+    tied = [c for c, n in counter.items() if n == best]
+    if len(tied) == 1:
+        return tied[0]
+    _, position = min((pods[i].name, i) for b in buckets for i in b)
+    first = pods[position].spec.constraints
+    return first if first in tied else min(tied, key=repr)
+
+
+def _service_requirements(state: ClusterState, pod: Pod) -> list[Requirement]:
+    """Section 8, step 1: the selectors of the services in the pod's namespace selecting it,
+    merged."""
+    merged: dict[str, str] = {}
+    for svc in state.services:
+        if (
+            svc.namespace == pod.namespace
+            and svc.selector is not None
+            and all(pod.labels.get(k) == v for k, v in svc.selector.items())
+        ):
+            merged.update(svc.selector)
+    return [Requirement(k, Op.IN, (v,)) for k, v in sorted(merged.items())]
+
+
+def _with_owner_selector(
+    reqs: list[Requirement], owner: OwnerRef, workload: Workload | None
+) -> list[Requirement]:
+    """Section 8, step 2: an RC's selector merged in, a ReplicaSet's or StatefulSet's ANDed."""
+    if workload is None or workload.selector is None:
+        return reqs
+    own = workload.selector.requirements
+    if owner.kind == "ReplicationController":
+        return [r for r in reqs if not any(x.key == r.key for x in own)] + list(own)
+    if owner.kind in ("ReplicaSet", "StatefulSet"):
+        return reqs + list(own)
+    return reqs
+
+
 class SpreadIndex:
     """All spread state of one ClusterState, computed lazily and cached."""
 
@@ -160,50 +295,13 @@ class SpreadIndex:
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
         self.nodes: dict[str, Node] = {n.name: n for n in state.nodes}
-        # Pods bucketed by shape: pods of one template share their (interned) labels, spec and
-        # owner, so per-template work (counting by labels here; profiles and workloads in the
-        # analysis) is done once per bucket. A bare pod is its own workload: never bucketed with
-        # its look-alikes. Live, bound pods are bucketed apart from the others (unbound,
-        # terminating, finished), which count only towards the workloads' constraints.
-        nodes, pods = self.nodes, state.pods
-        shapes: dict[tuple[str, int, int, int | str, bool], list[int]] = {}
-        for position, pod in enumerate(pods):
-            node = pod.node_name
-            live = not (
-                node is None or node not in nodes or pod.terminating or pod.phase in FINISHED
-            )
-            owner = id(pod.owner) if pod.owner is not None else pod.name
-            key = (pod.namespace, id(pod.labels), id(pod.spec), owner, live)
-            bucket = shapes.get(key)
-            if bucket is None:
-                shapes[key] = [position]
-            else:
-                bucket.append(position)
+        self.node_labels: dict[str, Labels] = {n.name: n.labels for n in state.nodes}
+        shapes = bucket_shapes(state.pods, self.nodes)
         # the live buckets, as positions in state.pods
         self.shapes: tuple[list[int], ...] = tuple(v for k, v in shapes.items() if k[4])
-        # namespace -> labels -> node -> number of counted pods with exactly those labels.
-        # Gathered by the labels' identity first (hashing Labels is a Python call).
-        by_identity: dict[tuple[str, int], tuple[Labels, dict[str, int]]] = {}
-        for positions in self.shapes:
-            first = pods[positions[0]]
-            labels_key = (first.namespace, id(first.labels))
-            entry = by_identity.get(labels_key)
-            if entry is None:
-                entry = by_identity[labels_key] = (first.labels, {})
-            per_node = entry[1]
-            for position in positions:
-                node = pods[position].node_name
-                assert node is not None
-                per_node[node] = per_node.get(node, 0) + 1
-        self.pods_by_labels: dict[str, dict[Labels, dict[str, int]]] = defaultdict(dict)
-        for (namespace, _), (labels, per_node) in by_identity.items():
-            known = self.pods_by_labels[namespace].get(labels)
-            if known is None:
-                self.pods_by_labels[namespace][labels] = per_node
-            else:  # equal labels, interned apart
-                for node, n in per_node.items():
-                    known[node] = known.get(node, 0) + n
-        self.workloads: dict[tuple[str, str, str], Workload] = {w.key: w for w in state.workloads}
+        self.pods_by_labels = count_by_labels(state.pods, self.shapes)
+        self.workloads: dict[WorkloadKey, Workload] = {w.key: w for w in state.workloads}
+        self._workload_constraints = infer_workload_constraints(state, shapes.values())
         self._spaces: dict[tuple[object, ...], DomainSpace] = {}
         self._profile_spaces: dict[tuple[int, int], DomainSpace] = {}  # interned profiles
         self._tables: dict[tuple[object, ...], CountTable] = {}
@@ -216,7 +314,6 @@ class SpreadIndex:
         self._profiles: dict[tuple[object, ...], tuple[Profile, tuple[object, ...]]] = {}
         self._relevant_keys: dict[int, tuple[tuple[SpreadConstraint, ...], tuple[str, ...]]] = {}
         self._profile_values: dict[Profile, Profile] = {}
-        self._workload_constraints = self._infer_workload_constraints(shapes.values())
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
         self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
 
@@ -238,49 +335,6 @@ class SpreadIndex:
 
     # ---- the replacement's shape ----------------------------------------------------------
 
-    def _infer_workload_constraints(
-        self, shapes: Iterable[list[int]]
-    ) -> dict[tuple[str, str, str], tuple[SpreadConstraint, ...]]:
-        """Per controller, the constraints its replacements will carry.
-
-        The owner's template when the snapshot has it; otherwise the constraints its pods
-        declare (pods of one controller come from one template, and spread constraints are
-        immutable on a pod, so a pod that has them shows the template). Where pods disagree,
-        the most common non-empty set wins, ties to the first pod in name order.
-        """
-        out: dict[tuple[str, str, str], tuple[SpreadConstraint, ...]] = {}
-        # Counted by identity (the loader interns them; a bucket's pods share theirs), then
-        # merged by value: hashing the constraint tuples of every pod would dominate.
-        pods = self.state.pods
-        by_id: dict[tuple[str, str, str], Counter[int]] = defaultdict(Counter)
-        values: dict[int, tuple[SpreadConstraint, ...]] = {}
-        buckets: dict[tuple[str, str, str], list[list[int]]] = defaultdict(list)
-        for positions in shapes:
-            pod = pods[positions[0]]
-            constraints = pod.spec.constraints
-            if pod.owner is None or not constraints:
-                continue
-            key = (pod.namespace, pod.owner.kind, pod.owner.name)
-            by_id[key][id(constraints)] += len(positions)
-            values[id(constraints)] = constraints
-            buckets[key].append(positions)
-        for key, ids in by_id.items():
-            counter: Counter[tuple[SpreadConstraint, ...]] = Counter()
-            for cid, n in ids.items():
-                counter[values[cid]] += n
-            best = max(counter.values())
-            tied = [c for c, n in counter.items() if n == best]
-            if len(tied) == 1:
-                out[key] = tied[0]
-                continue
-            _, position = min((pods[i].name, i) for b in buckets[key] for i in b)
-            first = pods[position].spec.constraints
-            out[key] = first if first in tied else min(tied, key=repr)
-        for w in self.state.workloads:
-            if w.template is not None:
-                out[w.key] = w.template.spec.constraints
-        return out
-
     def replacement_constraints(self, pod: Pod) -> tuple[SpreadConstraint, ...]:
         """The spread constraints the pod is judged by: its own, else its workload's.
 
@@ -298,26 +352,11 @@ class SpreadIndex:
         key = (pod.namespace, pod.labels, pod.owner)
         if key in self._default_selectors:
             return self._default_selectors[key]
-        merged: dict[str, str] = {}
-        for svc in self.state.services:
-            if (
-                svc.namespace == pod.namespace
-                and svc.selector is not None
-                and all(pod.labels.get(k) == v for k, v in svc.selector.items())
-            ):
-                merged.update(svc.selector)
-        reqs = [Requirement(k, Op.IN, (v,)) for k, v in sorted(merged.items())]
+        reqs = _service_requirements(self.state, pod)
         owner = pod.owner
         if owner is not None:
-            w = self.workloads.get((pod.namespace, owner.kind, owner.name))
-            if w is not None and w.selector is not None:
-                if owner.kind == "ReplicationController":
-                    reqs = [
-                        r for r in reqs if not any(x.key == r.key for x in w.selector.requirements)
-                    ]
-                    reqs.extend(w.selector.requirements)
-                elif owner.kind in ("ReplicaSet", "StatefulSet"):
-                    reqs.extend(w.selector.requirements)
+            workload = self.workloads.get((pod.namespace, owner.kind, owner.name))
+            reqs = _with_owner_selector(reqs, owner, workload)
         result = LabelSelector(tuple(reqs)) if reqs else None
         self._default_selectors[key] = result
         return result
@@ -331,41 +370,11 @@ class SpreadIndex:
         pod_for_defaults: Pod | None = None,
     ) -> Profile:
         """The profile of a pod with these labels and spec, carrying ``constraints``."""
-        key: tuple[object, ...]
-        if constraints:
-            # Labels matter only through the keys the selectors and matchLabelKeys read, so
-            # pods differing elsewhere (a StatefulSet's pod-name label) share one profile.
-            known = self._relevant_keys.get(id(constraints))
-            if known is None:
-                known = self._relevant_keys[id(constraints)] = (
-                    constraints,
-                    _label_keys_read(constraints),
-                )
-            keys = known[1]
-            key = (namespace, id(spec), id(constraints), tuple(labels.get(k) for k in keys))
-            anchors: tuple[object, ...] = (spec, constraints)
-        else:
-            # Default constraints: services and the owner decide the selector.
-            owner = pod_for_defaults.owner if pod_for_defaults is not None else None
-            key = (namespace, id(labels), id(spec), owner)
-            anchors = (labels, spec)
+        key, anchors = self._profile_key(namespace, labels, spec, constraints, pod_for_defaults)
         hit = self._profiles.get(key)
         if hit is not None:
             return hit[0]
-        whens = [When.DO_NOT_SCHEDULE] + ([When.SCHEDULE_ANYWAY] if self.include_soft else [])
-        effective: list[EffectiveConstraint] = []
-        for when in whens:
-            if constraints:
-                effective.extend(effective_constraints(labels, constraints, when))
-            elif self.default_constraints and pod_for_defaults is not None:
-                selector = self.default_selector(pod_for_defaults)
-                if selector is not None:
-                    effective.extend(
-                        effective_constraints(
-                            labels, self.default_constraints, when, True, selector
-                        )
-                    )
-        cons = tuple(effective)
+        cons = self._effective(labels, constraints, pod_for_defaults)
         honors_affinity = any(c.honor_affinity for c in cons)
         honors_taints = any(c.honor_taints for c in cons)
         profile = Profile(
@@ -381,6 +390,52 @@ class SpreadIndex:
         self._profiles[key] = (profile, anchors)
         return profile
 
+    def _profile_key(
+        self,
+        namespace: str,
+        labels: Labels,
+        spec: PodSpec,
+        constraints: tuple[SpreadConstraint, ...],
+        pod_for_defaults: Pod | None,
+    ) -> tuple[tuple[object, ...], tuple[object, ...]]:
+        """What decides a profile, by the identity of interned objects, and those objects."""
+        if not constraints:
+            # Default constraints: services and the owner decide the selector.
+            owner = pod_for_defaults.owner if pod_for_defaults is not None else None
+            return (namespace, id(labels), id(spec), owner), (labels, spec)
+        # Labels matter only through the keys the selectors and matchLabelKeys read, so pods
+        # differing elsewhere (a StatefulSet's pod-name label) share one profile.
+        known = self._relevant_keys.get(id(constraints))
+        if known is None:
+            known = self._relevant_keys[id(constraints)] = (
+                constraints,
+                _label_keys_read(constraints),
+            )
+        read = tuple(labels.get(k) for k in known[1])
+        return (namespace, id(spec), id(constraints), read), (spec, constraints)
+
+    def _effective(
+        self,
+        labels: Labels,
+        constraints: tuple[SpreadConstraint, ...],
+        pod_for_defaults: Pod | None,
+    ) -> tuple[EffectiveConstraint, ...]:
+        """Section 2: the hard constraints, then (when soft ones are wanted) the soft ones; the
+        pod's own, else the cluster's defaults with the derived selector (section 8)."""
+        whens = [When.DO_NOT_SCHEDULE] + ([When.SCHEDULE_ANYWAY] if self.include_soft else [])
+        selector = None
+        if not constraints and self.default_constraints and pod_for_defaults is not None:
+            selector = self.default_selector(pod_for_defaults)
+        effective: list[EffectiveConstraint] = []
+        for when in whens:
+            if constraints:
+                effective.extend(effective_constraints(labels, constraints, when))
+            elif selector is not None:
+                effective.extend(
+                    effective_constraints(labels, self.default_constraints, when, True, selector)
+                )
+        return tuple(effective)
+
     def profile_of(self, pod: Pod) -> Profile:
         """The profile of the pod's replacement: how its owner would place it again today."""
         return self.profile_for(
@@ -395,6 +450,7 @@ class SpreadIndex:
         return frozenset(c.key for c in profile.constraints if c.when is when)
 
     def space(self, profile: Profile, index: int) -> DomainSpace:
+        """The eligible domains of one of the profile's constraints (section 3)."""
         by_profile = self._profile_spaces.get((id(profile), index))
         if by_profile is not None:
             return by_profile
@@ -403,32 +459,16 @@ class SpreadIndex:
         affinity = profile.affinity if c.honor_affinity else None
         tolerations = profile.tolerations if c.honor_taints else None
         key = (gate, c.key, affinity, tolerations)
-        hit = self._spaces.get(key)
-        if hit is not None:
-            self._profile_spaces[(id(profile), index)] = hit
-            return hit
-        node_domain: dict[str, str] = {}
-        domain_nodes: dict[str, list[str]] = defaultdict(list)
-        out = self.outage_domains.get(c.key, frozenset())
-        absent: set[str] = set()
-        for node in self.state.nodes:
-            labels = node.labels
-            if any(k not in labels for k in gate):
-                continue
-            if affinity is not None and not affinity_matches(affinity, node):
-                continue
-            if tolerations is not None and untolerated_taint(tolerations, node.taints) is not None:
-                continue
-            value = labels[c.key]
-            if value in out:
-                absent.add(value)
-                continue
-            node_domain[node.name] = value
-            domain_nodes[value].append(node.name)
-        space = DomainSpace(
-            node_domain, {d: tuple(n) for d, n in domain_nodes.items()}, len(absent)
-        )
-        self._spaces[key] = space
+        space = self._spaces.get(key)
+        if space is None:
+            space = self._spaces[key] = eligible_domains(
+                self.state.nodes,
+                gate,
+                c.key,
+                affinity,
+                tolerations,
+                outage=self.outage_domains.get(c.key, frozenset()),
+            )
         self._profile_spaces[(id(profile), index)] = space
         return space
 
@@ -439,24 +479,29 @@ class SpreadIndex:
             return by_profile
         c = profile.constraints[index]
         space = self.space(profile, index)
-        key = (profile.namespace, c.selector, id(space))
-        hit = self._tables.get(key)
-        if hit is not None:
-            self._profile_tables[(id(profile), index)] = hit
-            return hit
+        key = (profile.namespace, c.selector, space)
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = CountTable(
+                space, self._count(profile.namespace, c.selector, space)
+            )
+        self._profile_tables[(id(profile), index)] = table
+        return table
+
+    def _count(
+        self, namespace: str, selector: LabelSelector | None, space: DomainSpace
+    ) -> dict[str, int]:
+        """Section 4: the live pods of the namespace the selector counts, per eligible domain."""
         counts: dict[str, int] = {}
         node_domain = space.node_domain
-        for labels, per_node in self._candidates(profile.namespace, c.selector):
-            if not self.counts_pod(c.selector, labels):
+        for labels, per_node in self._candidates(namespace, selector):
+            if not self.counts_pod(selector, labels):
                 continue
             for node_name, n in per_node.items():
                 domain = node_domain.get(node_name)
                 if domain is not None:
                     counts[domain] = counts.get(domain, 0) + n
-        table = CountTable(space, counts)
-        self._tables[key] = table
-        self._profile_tables[(id(profile), index)] = table
-        return table
+        return counts
 
     def _candidates(
         self, namespace: str, selector: LabelSelector | None
@@ -501,6 +546,41 @@ class SpreadIndex:
         if pod.node_name not in self.space(profile, index).node_domain:
             return False
         return self.counts_pod(profile.constraints[index].selector, pod.labels)
+
+
+def eligible_domains(
+    nodes: Iterable[Node],
+    gate: frozenset[str],
+    key: str,
+    affinity: NodeAffinity | None,
+    tolerations: tuple[Toleration, ...] | None,
+    *,
+    outage: frozenset[str] = frozenset(),
+) -> DomainSpace:
+    """Section 3: the nodes carrying every gate key that the inclusion policies keep (node
+    affinity and taints when honoured: not None), each with its value of ``key``.
+
+    ``outage``: domains in an outage that KEP-5980's counting leaves out of the space; they
+    still count toward minDomains (``DomainSpace.absent``).
+    """
+    node_domain: dict[str, str] = {}
+    domain_nodes: dict[str, list[str]] = defaultdict(list)
+    absent: set[str] = set()
+    for node in nodes:
+        labels = node.labels
+        if any(k not in labels for k in gate):
+            continue
+        if affinity is not None and not affinity_matches(affinity, node):
+            continue
+        if tolerations is not None and untolerated_taint(tolerations, node.taints) is not None:
+            continue
+        value = labels[key]
+        if value in outage:
+            absent.add(value)
+            continue
+        node_domain[node.name] = value
+        domain_nodes[value].append(node.name)
+    return DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()}, len(absent))
 
 
 def check_constraint(

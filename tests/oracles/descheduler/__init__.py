@@ -25,8 +25,9 @@ from typing import Any
 from respread.analysis.groups import Analysis, Members, analyze, workload_of
 from respread.core.model import ClusterState, Pod
 from respread.inputs.policy import RebalancePolicy, parse_policy
-from respread.remedies.evict.planner import Plan, _Simulation, plan
+from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
+from respread.remedies.evict.simulation import Simulation
 
 Json = dict[str, Any]
 
@@ -120,7 +121,7 @@ def land_evictions(
     replacement no node takes stays Pending (unbound, counted nowhere).
     """
     analysis = analyze(state, policy)
-    sim = _Simulation(analysis, policy)
+    sim = Simulation(analysis, policy)
     by_key = {(p.namespace, p.name): p for p in state.pods}
     member_of = {id(pod): m for m in analysis.members for ps in m.by_node.values() for pod in ps}
     victims: list[Pod] = []

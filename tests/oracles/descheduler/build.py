@@ -16,7 +16,7 @@ minute) are the scheduler oracle's (tests/oracles/scheduler/build.py). Progress 
     python -m tests.oracles.descheduler.build      # build if needed; print the binary's path
 
 Knobs: RESPREAD_DESCHEDULER_VERSION (default v0.36.0: the module proxy serves no v0.34.x or
-v0.35.x of sigs.k8s.io/descheduler, see docs/oracles.md), GO, RESPREAD_BUILD_PARALLELISM
+v0.35.x of sigs.k8s.io/descheduler, see docs/dev/oracles.md), GO, RESPREAD_BUILD_PARALLELISM
 (go build -p, default 2), RESPREAD_ORACLE_CACHE (cache root).
 """
 

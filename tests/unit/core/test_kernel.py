@@ -104,12 +104,18 @@ def test_the_count_state_follows_adds_removes_clones_and_undos(
         assert table.max_count() == max(values)
         for r in judged:
             assert table.global_min(r.min_domains) == (0 if size < r.min_domains else min(values))
-            assert r.ceilings(table) == (
+            ceilings = r.ceilings(table)
+            assert (ceilings.global_min, ceilings.uncounted, ceilings.counted) == (
                 table.global_min(r.min_domains),
                 r.ceiling(table),
                 r.ceiling(table, counted=True),
             )
+            gmin = 0 if size < r.min_domains else min(values)
+            assert ceilings.admits_empty() is (0 + r.self_match - gmin <= r.max_skew)
             for value in domains:
+                assert (value in ceilings.crowded()) is (
+                    table.get(value) > 0 and reference_fails(table.counts, domains, r, value, False)
+                )
                 for counted in (False, True) if table.get(value) else (False,):
                     want = reference_fails(table.counts, domains, r, value, counted)
                     assert r.fails(table, value, counted) is want

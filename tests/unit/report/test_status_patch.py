@@ -27,10 +27,12 @@ from respread.report.model import (
     ConditionType,
     Cooldown,
     DeletionCostStatus,
+    Execution,
     Overlapping,
     Report,
     Status,
     StatusCondition,
+    StepStatus,
 )
 from respread.report.status import build_status
 from tests.support.reports import eviction, report, surge_planned, surges, violation
@@ -117,6 +119,9 @@ CASES: list[tuple[str, Status, Status, tuple[str | int, ...], object]] = [
      scan(cooldowns=(replace(COOLDOWN, last_eviction_time=None),)),
      ("cooldowns", 0, "lastEvictionTime"), ABSENT),
     ("deletionCost", scan(deletion_cost=COSTS), scan(), ("deletionCost",), ABSENT),
+    ("nextEvictionTime",
+     scan(report(deferred=[eviction("web-1", deferred_by="cooldown")]), cooldowns=(COOLDOWN,)),
+     scan(cooldowns=(COOLDOWN,)), ("nextEvictionTime",), ABSENT),
     ("deletionCost.overlapping", scan(deletion_cost=COSTS),
      scan(deletion_cost=DeletionCostStatus()), ("deletionCost", "overlapping"), []),
 ]  # fmt: skip
@@ -192,3 +197,31 @@ def test_a_conditions_only_status_leaves_the_report_and_omits_what_a_condition_l
     }
     stored = merge_patch(written(scan(report([violation()]))), patch)
     assert stored["violations"] == status_json(scan(report([violation()])))["violations"]
+
+
+def test_the_next_eviction_is_due_when_its_cooldown_or_back_off_ends() -> None:
+    """The first deferred workload's cooldown end (lastEvictionTime + cooldown, 10m by
+    default), or its back-off's end, whichever is later; none when nothing waits."""
+    waiting = report(deferred=[eviction("web-1", deferred_by="cooldown")])
+    in_cooldown = replace(COOLDOWN, backoff_until=None)
+    assert scan(waiting, cooldowns=(in_cooldown,)).next_eviction_time == "2027-01-15T08:09:00Z"
+    assert scan(waiting, cooldowns=(COOLDOWN,)).next_eviction_time == "2027-01-15T08:20:00Z"
+    over = replace(in_cooldown, last_eviction_time="2027-01-15T07:00:00Z")
+    assert scan(waiting, cooldowns=(over,)).next_eviction_time is None
+    assert scan(report(), cooldowns=(COOLDOWN,)).next_eviction_time is None
+
+
+def test_evictions_add_up_since_the_policy_was_created() -> None:
+    """evictedTotal: the stored total plus this scan's evictions (summary.evicted)."""
+    done = report(evictions=[eviction("web-1"), eviction("web-2")])
+    executions = [
+        Execution("ns", "web-1", StepStatus.EVICTED, "evicted"),
+        Execution("ns", "web-2", StepStatus.BLOCKED, "refused by a PodDisruptionBudget"),
+    ]
+    first = build_status(done, DEFAULT_POLICY, NOW, executions=executions)
+    assert (first.summary.evicted, first.evicted_total) == (1, 1)
+    stored = status_json(first)
+    second = build_status(done, DEFAULT_POLICY, NOW, previous=stored, executions=executions)
+    assert (second.summary.evicted, second.evicted_total) == (1, 2)
+    quiet = build_status(report(), DEFAULT_POLICY, NOW, previous=status_json(second))
+    assert (quiet.summary.evicted, quiet.evicted_total) == (0, 2)

@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 
 from respread import cli
+from respread.kube.client import Timeouts
 from respread.runtime import operator as operator_module
+from respread.runtime.guard import ScanLimits
+from respread.runtime.heartbeat import PauseSettings
 from respread.runtime.leadership import LeaseTiming
-from respread.runtime.operator import Election
+from respread.runtime.operator import Bounds, Election
 
 
 @pytest.fixture
@@ -21,7 +24,39 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 def test_standalone_by_default(runs: list[dict[str, Any]]) -> None:
     assert cli.main(["run", "--metrics-port", "0"]) == 0
-    assert runs == [{"kubeconfig": None, "election": None, "liveness": None, "metrics_port": None}]
+    assert runs == [
+        {
+            "kubeconfig": None,
+            "election": None,
+            "liveness": None,
+            "metrics_port": None,
+            "bounds": Bounds(),
+            "readiness": None,
+            "namespace": None,
+        }
+    ]
+
+
+def test_every_bound_from_its_flag_else_its_variable(
+    runs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESPREAD_SCAN_DEADLINE", "20s")
+    monkeypatch.setenv("RESPREAD_REQUEST_TIMEOUT", "9s")
+    cli.main(["run", "--request-timeout", "2s", "--pause-threshold", "1s", "--catch-up", "500ms"])
+    (call,) = runs
+    bounds = call["bounds"]
+    assert bounds.timeouts == Timeouts(connect=5.0, read=2.0)  # the flag over the variable
+    assert bounds.scan == ScanLimits(deadline=20.0, plan_age=60.0, catch_up=0.5)
+    assert bounds.pauses == PauseSettings(period=0.25, threshold=1.0)
+
+
+@pytest.mark.parametrize("flag", ["--scan-deadline", "--request-timeout", "--pause-threshold"])
+def test_a_bad_bound_is_a_usage_error(
+    runs: list[dict[str, Any]], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", flag, "0s"]) == 2
+    assert f"{flag}: must be more than 0" in capsys.readouterr().err
+    assert runs == []
 
 
 def test_leader_elect_with_defaults(runs: list[dict[str, Any]]) -> None:

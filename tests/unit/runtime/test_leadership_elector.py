@@ -260,6 +260,36 @@ def test_a_leader_cut_off_stops_before_another_can_take_over(leases: FakeLeases)
     assert timeline.overlaps() == [], timeline.spans
 
 
+def test_a_lapsed_leader_does_not_name_itself_as_the_holder(
+    leases: FakeLeases, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A leader that could not renew (cut off here; a process paused past its Lease is the same
+    to it) has not read the Lease since it last wrote itself in: its log names no holder,
+    least of all itself. Once it reads the Lease again it follows whoever holds it."""
+    timeline = Timeline()
+
+    async def main() -> None:
+        a, b = elector("a", timeline), elector("b", timeline)
+        ta, tb = start(a), start(b)
+        await wait_until(lambda: a.leading or b.leading, 2, "a leader")
+        first, second = (a, b) if a.leading else (b, a)
+        leases.down.add(first.identity)
+        await wait_until(lambda: not first.leading, 3, "the leader to lapse")
+        await wait_until(lambda: second.leading, 5, "the other to take over")
+        leases.down.clear()
+        await wait_until(lambda: first.holder == second.identity, 2, "the old leader to follow")
+        ta.cancel()
+        tb.cancel()
+        return first.identity
+
+    with caplog.at_level("WARNING", logger=leader_module.__name__):
+        old = asyncio.run(main())
+    lapses = [r.getMessage() for r in caplog.records if "stopped leading" in r.getMessage()]
+    assert lapses, caplog.text
+    assert all(f"held by {old}" not in m for m in lapses), lapses
+    assert "not renewed within the renew deadline, last renewed" in lapses[0], lapses
+
+
 def test_identity_and_namespace_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("POD_NAME", "respread-5f7-x2")
     assert default_identity() == "respread-5f7-x2"

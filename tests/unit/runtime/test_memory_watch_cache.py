@@ -13,7 +13,7 @@ from kubernetes import client
 
 from respread.inputs.policy import parse_policy
 from respread.runtime import cache as cache_module
-from respread.runtime import policy_events
+from respread.runtime import enforcing, policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
@@ -134,10 +134,11 @@ def test_a_scan_on_a_cache_that_does_not_catch_up_fails_and_plans_nothing(
 ) -> None:
     written: list[dict[str, Any]] = []
     monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: written.append(st))
-    monkeypatch.setattr(scan_module, "post_event", lambda *a, **k: None)
+    monkeypatch.setattr(enforcing, "post_event", lambda *a, **k: None)
     monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
     monkeypatch.setattr(cache_module, "list_keys", lambda api, paths: listing(a="30"))
     monkeypatch.setattr(cache_module, "CATCH_UP", 0.3)
+    monkeypatch.setattr(scan_module, "CATCH_UP", 0.3)  # the scan's own wait, within its deadline
     policy = parse_policy(
         {
             "apiVersion": "respread.io/v1alpha1",
@@ -147,7 +148,7 @@ def test_a_scan_on_a_cache_that_does_not_catch_up_fails_and_plans_nothing(
         }
     )
     evicted: list[Any] = []
-    monkeypatch.setattr(scan_module, "evict", lambda *a, **k: evicted.append(a))
+    monkeypatch.setattr(enforcing, "evict", lambda *a, **k: evicted.append(a))
     cache = ClusterCache()
     for w in WATCHED:  # every kind listed: the watches are synced, but suspect
         keys = {cache.apply("Pod", None, pod("a", "10"))} if w.kind == "Pod" else set()

@@ -138,17 +138,7 @@ def every_metric_set() -> Iterator[None]:
     metrics.LEADER.set(1)
     metrics.SURGES.labels(policy, "started").inc()
     yield
-    metrics.forget(policy)
-    for metric in (
-        metrics.VIOLATIONS,
-        metrics.SCAN_SECONDS,
-        metrics.SCAN_FAILURES,
-        metrics.LAST_SCAN,
-    ):
-        metric.remove(policy)
-    metrics.PLANNED.remove(policy, "Planned")
-    metrics.EVICTIONS.remove(policy, "Evicted")
-    metrics.SURGES.remove(policy, "started")
+    metrics.forget_policy(policy)
     metrics.LEADER.set(leader)
 
 
@@ -162,3 +152,24 @@ def test_the_exposition_passes_promtool_check_metrics(every_metric_set: None) ->
         check=False,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode()
+
+
+def test_a_deleted_policy_leaves_no_series_behind(every_metric_set: None) -> None:
+    """Every metric labelled with a policy is in metrics.PER_POLICY, and forget_policy (run
+    when a policy is deleted) removes all of them; forget (run by each scan) only the findings.
+    deploy/monitoring/tests/alerts-test.yaml shows the alerts staying quiet after a deletion."""
+    policy = "promtool-check"
+    metrics.COST_PATCHES.labels(policy, "Written").inc()
+    labelled = {
+        family.name
+        for family in metrics.REGISTRY.collect()
+        if any("policy" in s.labels for s in family.samples)
+    }
+    assert labelled == {m._name for m in metrics.PER_POLICY}, labelled
+    metrics.forget(policy)
+    assert not [
+        n for n in metrics.series_of(policy) if n in ("respread_skew", "respread_misplaced_pods")
+    ]
+    assert "respread_last_scan_timestamp_seconds" in metrics.series_of(policy)
+    metrics.forget_policy(policy)
+    assert metrics.series_of(policy) == []

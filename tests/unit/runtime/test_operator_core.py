@@ -58,6 +58,8 @@ def test_status_digests_the_report() -> None:
         "Ready": "True",
         "ScanSucceeded": "True",
         "Balanced": "False",
+        "InputComplete": "True",
+        "PodsSelected": "True",
     }
 
 

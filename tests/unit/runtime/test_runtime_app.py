@@ -17,10 +17,10 @@ from respread.core.collector import gc_paused
 from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.kube.client import KubeError
 from respread.kube.writer import PolicyGoneError
-from respread.report.changes import change_events, changes
+from respread.report.changes import Before, change_events, changes
 from respread.report.model import Violation
 from respread.runtime import cache as cache_module
-from respread.runtime import policy_events
+from respread.runtime import enforcing, policy_events
 from respread.runtime import scan as scan_module
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 from respread.runtime.memory import PolicyMemory
@@ -218,7 +218,7 @@ def test_a_reported_scan_failure_is_a_transition_both_ways(
     written: list[dict[str, Any]] = []
     clock = {"now": 1_800_000_000.0}
     monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: written.append(st))
-    monkeypatch.setattr(scan_module, "post_event", lambda *a, **k: None)
+    monkeypatch.setattr(enforcing, "post_event", lambda *a, **k: None)
     monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
     monkeypatch.setattr(
         scan_module, "time", SimpleNamespace(time=lambda: clock["now"], monotonic=time.monotonic)
@@ -327,7 +327,7 @@ def test_events_say_what_changed_since_the_last_scan(
     known: set[str], current: list[str], expected: list[tuple[str, bool, str]]
 ) -> None:
     scanned = report([found(name) for name in current])
-    events = change_events(changes(scanned, frozenset(key(k) for k in known)))
+    events = change_events(changes(scanned, Before(frozenset(key(k) for k in known))))
     assert [(reason, warning) for reason, warning, _ in events] == [
         (reason, warning) for reason, warning, _ in expected
     ]
@@ -345,3 +345,38 @@ def test_a_scan_fails_at_once_while_a_watch_is_failing_and_waits_while_one_relis
     cache.begin_listing("Pod")  # reconnected, relisting: no error, so wait for it
     cache.end_listing("Pod", set())
     assert cache.ready() and "Pod" not in cache.failing
+
+
+# ---- health: a scan stuck past its deadline, readiness ----------------------------------------
+
+
+def test_liveness_fails_for_a_scan_stuck_past_its_deadline() -> None:
+    from respread.runtime.guard import ScanGuard, ScanLimits
+
+    app = App(api=API)
+    now = [1000.0]
+    guard = ScanGuard(ScanLimits(deadline=10), synced(ClusterCache()), clock=lambda: now[0])
+    app.scans["p"] = guard
+    now[0] += 10 + app.bounds.stuck - 1  # past the deadline, still reporting what it skipped
+    assert app.unhealthy() is None
+    now[0] += 2
+    problem = app.unhealthy()
+    assert problem is not None and problem.startswith("scans stuck: p (")
+
+
+def test_readiness_fails_while_a_watch_fails_or_after_a_pause() -> None:
+    from respread.runtime.heartbeat import Heartbeat, PauseSettings
+
+    app = App(api=API)
+    assert app.unready() is not None  # nothing listed yet
+    synced(app.cache)
+    assert app.unready() is None
+    app.cache.set_synced("Node", False, error="connection refused")
+    assert app.unready() == "the watches of Node are failing (Node: connection refused)"
+    app.cache.set_synced("Node", True)
+    now = [0.0]
+    app.heartbeat = Heartbeat(PauseSettings(threshold=5), clock=lambda: now[0])
+    now[0] += 30
+    assert app.unready() == "the process was paused for 30s"
+    app.heartbeat.tick()
+    assert app.unready() is None

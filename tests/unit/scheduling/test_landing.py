@@ -76,7 +76,10 @@ def test_landing(
 def test_the_refusal_counts_nodes_by_reason() -> None:
     nodes = [*ZONES[:2], node("c1", zone="zc", unschedulable=True)]
     _, why = land(nodes, {"a1": 3, "b1": 1})
-    assert why == ("no node would take the replacement (2 topology spread, 1 node is cordoned)")
+    assert why == (
+        "no node would take the replacement "
+        "(topology spread: 2 node(s); node is cordoned: 1 node(s))"
+    )
 
 
 def test_reserved_room_sends_the_next_replacement_elsewhere() -> None:
@@ -95,7 +98,7 @@ def test_reserved_room_sends_the_next_replacement_elsewhere() -> None:
     assert second is not None and second.name == "c2"  # c1 has 400m left
     predictor.reserve("c2", victim.spec.requests)
     third, why = predictor.land(profile, tuple(tables), [0], victim)
-    assert third is None and "2 insufficient resources" in why
+    assert third is None and "insufficient resources: 2 node(s)" in why
     predictor.release("c1", victim.spec.requests)
     again, _ = predictor.land(profile, tuple(tables), [0], victim)
     assert again is not None and again.name == "c1"

@@ -90,7 +90,7 @@ class ScanKeys:
         memo: CostMemo,
         analysis: Analysis,
         members_by_namespace: Mapping[str, Sequence[Members]],
-        balanced: frozenset[tuple[int, int]],
+        balanced: frozenset[tuple[Members, int]],
     ) -> None:
         index = analysis.index
         self._memo = memo
@@ -104,8 +104,8 @@ class ScanKeys:
             )
         )
         self._namespaces: dict[str, int] = {}
-        self._tables: dict[int, int] = {}
-        self._spaces: dict[int, int] = {}
+        self._tables: dict[CountTable, int] = {}
+        self._spaces: dict[DomainSpace, int] = {}
 
     @property
     def memo(self) -> CostMemo:
@@ -134,22 +134,22 @@ class ScanKeys:
             tuple(
                 (node, tuple((p.name, p.labels) for p in pods)) for node, pods in m.by_node.items()
             ),
-            tuple((id(m), i) in self._balanced for i in hard),
+            tuple((m, i) in self._balanced for i in hard),
             tuple((self._table(tables[i]), self._space(index.space(profile, i))) for i in hard),
         )
 
     def _table(self, table: CountTable) -> int:
-        found = self._tables.get(id(table))
+        found = self._tables.get(table)
         if found is None:
             value = (frozenset(table.counts.items()), self._space(table.space))
-            found = self._tables[id(table)] = self._memo.token(value)
+            found = self._tables[table] = self._memo.token(value)
         return found
 
     def _space(self, space: DomainSpace) -> int:
-        found = self._spaces.get(id(space))
+        found = self._spaces.get(space)
         if found is None:
             value = frozenset(space.node_domain.items())
-            found = self._spaces[id(space)] = self._memo.token(value)
+            found = self._spaces[space] = self._memo.token(value)
         return found
 
 

@@ -35,21 +35,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import pairwise
 from typing import Final
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef, workload_of
+from respread.analysis.whatif import GroupCheck, WorkingCounts
 from respread.core.annotations import DELETION_COST, FIELD_MANAGER
-from respread.core.kernel import CountTable, SpreadRule
 from respread.core.limits import few_named
-from respread.core.model import Labels, Node, Pod
+from respread.core.model import Labels, Node, Pod, PodName
 from respread.inputs.policy import DeletionCostSettings
 from respread.remedies.cost.memo import CostMemo, Remembered, ScanKeys
 from respread.remedies.cost.owner import Ownership
 from respread.scheduling.controller import INT32_MAX, INT32_MIN, Tier, current_cost, tier
-from respread.scheduling.spread import SpreadIndex, pod_counts
+from respread.scheduling.spread import pod_counts
 
 ORDERED_KINDS: Final = frozenset({"Deployment", "ReplicaSet"})
 SEARCH_STEPS: Final = 2000  # removals the search may try per ReplicaSet, beyond one per pod
@@ -136,44 +136,14 @@ class CostPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Check:
-    """One group a removal must keep within maxSkew: members (live view) and a constraint.
-
-    ``classes`` is what analysis.violating_nodes reads of each node standing for a class: its
-    value of the key (None: unresolvable) and whether the members there are in the counts
-    (they are counted and the node is eligible), so judged with the counted ceiling."""
-
-    members: Members
-    tables: tuple[CountTable, ...]
-    index: int
-    classes: Mapping[str, tuple[str | None, bool]]
-    rule: SpreadRule
-
-
-@dataclass(frozen=True, slots=True)
 class _Context:
-    """What every ReplicaSet's simulation reads: the analysis, by namespace."""
+    """What every ReplicaSet's simulation reads: the analysis, by namespace, and the scan's
+    working counts (each ReplicaSet's removals are undone before the next one's)."""
 
     analysis: Analysis
+    counts: WorkingCounts
     members_by_namespace: Mapping[str, tuple[Members, ...]]
-    balanced: frozenset[tuple[int, int]]  # (id(members), constraint) of balanced groups
-    # (id(members), constraint) -> its nodes merged by class, and the node standing for each
-    classes: dict[tuple[int, int], tuple[dict[str, tuple[Pod, ...]], dict[str, str]]] = field(
-        default_factory=dict
-    )
-
-    def by_class(
-        self, m: Members, constraint: int, eligible: Mapping[str, str]
-    ) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
-        """_by_class once per scan (the analysis holds ``m``, so its id is not reused); the
-        caller gets its own copy of the view, which its simulation changes."""
-        found = self.classes.get((id(m), constraint))
-        if found is None:
-            key = m.profile.constraints[constraint].key
-            found = self.classes[(id(m), constraint)] = _by_class(
-                m, self.analysis.index.nodes, key, eligible
-            )
-        return dict(found[0]), found[1]
+    balanced: frozenset[tuple[Members, int]]  # (members, constraint) of balanced groups
 
     @classmethod
     def of(cls, analysis: Analysis) -> _Context:
@@ -182,194 +152,83 @@ class _Context:
             by_namespace[m.profile.namespace].append(m)
         return cls(
             analysis,
+            WorkingCounts(analysis),
             {ns: tuple(ms) for ns, ms in by_namespace.items()},
-            frozenset((id(g.members), g.index) for g in analysis.groups if not g.violating),
+            frozenset((g.members, g.index) for g in analysis.groups if not g.violating),
         )
 
 
-def _by_class(
-    m: Members, nodes: Mapping[str, Node], key: str, eligible: Mapping[str, str]
-) -> tuple[dict[str, tuple[Pod, ...]], dict[str, str]]:
-    """The members by node, with the nodes that the Filter cannot tell apart for one constraint
-    (same value of its key, same eligibility) merged under the first of them: the judgement of
-    violating_nodes is the same, in one step per domain rather than per node."""
-    first: dict[tuple[str | None, bool], str] = {}
-    rep_of: dict[str, str] = {}
-    grouped: dict[str, list[Pod]] = {}
-    for node, pods in m.by_node.items():
-        rep = first.setdefault((nodes[node].labels.get(key), node in eligible), node)
-        rep_of[node] = rep
-        grouped.setdefault(rep, []).extend(pods)
-    return {rep: tuple(pods) for rep, pods in grouped.items()}, rep_of
-
-
-def _prepared(
-    index: SpreadIndex, members: Members, tables: tuple[CountTable, ...], constraint: int
-) -> _Check:
-    """A check with what analysis.violating_nodes reads of each of its nodes, read once."""
-    rule = index.rules(members.profile)[constraint]
-    table = tables[constraint]
-    selector = members.profile.constraints[constraint].selector
-    counted = bool(members.by_node) and index.counts_pod(selector, members.labels)
-    eligible = table.space.node_domain
-    classes = {
-        node: (index.nodes[node].labels.get(rule.key), counted and node in eligible)
-        for node in members.by_node
-    }
-    return _Check(members, tables, constraint, classes, rule)
-
-
-class _Simulation:
-    """Working copies of the count tables and member positions of one ReplicaSet's scale-in."""
+class _ScaleIn:
+    """One ReplicaSet's scale-in on the scan's working counts (whatif.py): its pods removed one
+    at a time, each removal undone by ``restore``, and the groups every state is judged by
+    (analysis.violating_nodes' judgement, class by class: whatif.GroupCheck). The groups are
+    every hard constraint of the workload, and every other workload's hard constraint whose
+    selector counts these pods and that was balanced before."""
 
     def __init__(self, context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> None:
-        index = self.index = context.analysis.index
-        ids = {id(p) for p in pods}
+        self.counts = counts = context.counts
+        self.index = context.analysis.index
+        names = {(p.namespace, p.name) for p in pods}
         by_labels: dict[int, tuple[Labels, list[Pod]]] = {}
         for p in pods:
             if p.node_name is not None:
                 by_labels.setdefault(id(p.labels), (p.labels, []))[1].append(p)
-        copies: dict[int, CountTable] = {}
-
-        def copy_of(table: CountTable) -> CountTable:
-            found = copies.get(id(table))
-            if found is None:
-                found = copies[id(table)] = table.copy()
-            return found
-
-        self.checks: list[_Check] = []
-        self.own: list[_Check] = []
-        # pod id -> the member views it stands in, and the node standing for its own there
-        self.membership: dict[int, list[tuple[dict[str, tuple[Pod, ...]], str]]] = defaultdict(list)
-        # pod id -> (table copy, domain) of every table that counts it
-        self.counted_in: dict[int, list[tuple[CountTable, str]]] = defaultdict(list)
-        # pod id -> the checks its removal can change; each check's misplaced pods, when known
-        self.affects: dict[int, set[int]] = defaultdict(set)
-        self._misplaced: list[int | None] = []
-        self._crowding: dict[str, list[tuple[CountTable, str, int]]] = {}
-        checks_of_table: dict[int, list[int]] = defaultdict(list)
-        checks_of_view: dict[int, list[int]] = defaultdict(list)
-        seen_tables: set[int] = set()
+        self.checks: list[GroupCheck] = []
+        self.own: list[tuple[Members, int]] = []  # the workload's groups
+        self.holder: dict[PodName, Members] = {}  # the members holding each pod
+        self._marks: list[int] = []
         for m in context.members_by_namespace.get(workload.namespace, ()):
             own = m.workload == workload and any(
-                id(p) in ids for on_node in m.by_node.values() for p in on_node
+                (p.namespace, p.name) in names for on_node in m.by_node.values() for p in on_node
             )
-            hard = [i for i, c in enumerate(m.profile.constraints) if c.hard]
-            if not hard:
-                continue
-            originals: tuple[CountTable, ...] | None = None
-            tables: tuple[CountTable, ...] = ()
-            for i in hard:
-                # index.is_counted, once per label set: the pods are in the namespace and live
-                selector = m.profile.constraints[i].selector
-                space = index.space(m.profile, i).node_domain
-                counts_ours = [
-                    p
-                    for labels, same in by_labels.values()
-                    if index.counts_pod(selector, labels)
-                    for p in same
-                    if p.node_name in space
-                ]
-                if not own and (not counts_ours or (id(m), i) not in context.balanced):
+            for i, c in enumerate(m.profile.constraints):
+                if not c.hard or not (own or self._counts_ours(context, m, i, by_labels)):
                     continue
-                if originals is None:
-                    originals = index.tables(m.profile)
-                    tables = tuple(copy_of(t) for t in originals)
-                number = len(self.checks)
-                live, rep_of = context.by_class(m, i, space)
-                view = Members(m.workload, m.profile, live)
-                self.checks.append(_prepared(index, view, tables, i))
-                self._misplaced.append(None)
-                checks_of_table[id(tables[i])].append(number)
+                self.checks.append(counts.check(m, i))
                 if own:
-                    self.own.append(self.checks[-1])
-                    checks_of_view[id(live)].append(number)
-                    for on_node in m.by_node.values():
-                        for p in on_node:
-                            if id(p) in ids:
-                                assert p.node_name is not None
-                                self.membership[id(p)].append((live, rep_of[p.node_name]))
-                table = originals[i]
-                if id(table) in seen_tables:
-                    continue
-                seen_tables.add(id(table))
-                for p in counts_ours:
-                    assert p.node_name is not None
-                    self.counted_in[id(p)].append((tables[i], space[p.node_name]))
-        for p in pods:
-            affected = self.affects[id(p)]
-            for table, _ in self.counted_in.get(id(p), ()):
-                affected.update(checks_of_table[id(table)])
-            for live, _ in self.membership.get(id(p), ()):
-                affected.update(checks_of_view[id(live)])
+                    self.own.append((m, i))
+            if own:
+                self.holder.update(
+                    ((p.namespace, p.name), m) for ps in m.by_node.values() for p in ps
+                )
+        # a node -> how far above the global minimum its domains are, over the own constraints
+        self.crowding = counts.crowding(self.own).at
+
+    def _counts_ours(
+        self,
+        context: _Context,
+        m: Members,
+        constraint: int,
+        by_labels: Mapping[int, tuple[Labels, list[Pod]]],
+    ) -> bool:
+        """Whether another workload's group was balanced and its selector counts these pods
+        (index.is_counted, once per label set: the pods are in the namespace and live)."""
+        if (m, constraint) not in context.balanced:
+            return False
+        selector = m.profile.constraints[constraint].selector
+        eligible = self.index.space(m.profile, constraint).node_domain
+        return any(
+            self.index.counts_pod(selector, labels) and any(p.node_name in eligible for p in same)
+            for labels, same in by_labels.values()
+        )
 
     def remove(self, pod: Pod) -> None:
-        for table, domain in self.counted_in.get(id(pod), ()):
-            table.add(domain, -1)
-        for live, node in self.membership.get(id(pod), ()):
-            rest = tuple(p for p in live[node] if p is not pod)
-            if rest:
-                live[node] = rest
-            else:
-                del live[node]
-        self._touch(pod)
+        """Take ``pod`` out (an unbound pod is counted nowhere: nothing changes)."""
+        counts = self.counts
+        self._marks.append(counts.mark())
+        if pod.node_name is not None:
+            counts.remove_pod(pod, pod.node_name, self.holder.get((pod.namespace, pod.name)))
 
     def restore(self, pod: Pod) -> None:
-        for table, domain in self.counted_in.get(id(pod), ()):
-            table.add(domain, 1)
-        for live, node in self.membership.get(id(pod), ()):
-            live[node] = (*live.get(node, ()), pod)
-        self._touch(pod)
-
-    def _touch(self, pod: Pod) -> None:
-        for number in self.affects.get(id(pod), ()):
-            self._misplaced[number] = None
+        """Put back ``pod``, the last pod removed."""
+        self.counts.undo(self._marks.pop())
 
     def misplaced(self) -> int:
         """Member pods of the checked groups that sit where the scheduler would not place them."""
         total = 0
-        for number, cached in enumerate(self._misplaced):
-            total += self._count(number) if cached is None else cached
-        return total
-
-    def _count(self, number: int) -> int:
-        """analysis.violating_nodes' judgement of the check's members, summed, with what it
-        reads of each node prepared once (_prepared)."""
-        check = self.checks[number]
-        live = check.members.by_node
-        value = 0
-        if live:
-            table = check.tables[check.index]
-            counts = table.counts
-            _, ceiling, ceiling_counted = check.rule.ceilings(table)
-            classes = check.classes
-            for node, pods in live.items():
-                domain, counted = classes[node]
-                if domain is None or counts.get(domain, 0) > (
-                    ceiling_counted if counted else ceiling
-                ):
-                    value += len(pods)
-        self._misplaced[number] = value
-        return value
-
-    def crowding(self, node: str) -> int:
-        """How far above the global minimum a node's domains are, over the own constraints."""
-        entries = self._crowding.get(node)
-        if entries is None:
-            entries = self._crowding[node] = [
-                (table, domain, c.min_domains)
-                for check in self.own
-                for c, table in [
-                    (
-                        check.members.profile.constraints[check.index],
-                        check.tables[check.index],
-                    )
-                ]
-                if (domain := table.space.node_domain.get(node)) is not None
-            ]
-        total = 0
-        for table, domain, md in entries:
-            total += table.counts.get(domain, 0) - table.global_min(md)
+        for check in self.checks:
+            value = check.value  # GroupCheck.misplaced's, inlined where it is kept
+            total += check.misplaced() if value is None else value
         return total
 
 
@@ -420,18 +279,18 @@ class _Buckets:
         return self.per_node[node]
 
 
-def _preference(sim: _Simulation, buckets: _Buckets, b: int) -> tuple[int, int, str]:
+def _preference(sim: _ScaleIn, buckets: _Buckets, b: int) -> tuple[int, int, str]:
     """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
     node = buckets.keys[b][1]
     return (-sim.crowding(node) if node else 0, -buckets.on_node(node), node)
 
 
-def _candidates(sim: _Simulation, buckets: _Buckets) -> list[int]:
+def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
     """The open buckets, best first (their safety is checked when they are tried)."""
     return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
 
 
-def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
     """The longest run of removals found that keeps every check within maxSkew (complete
     when one exists and the budget allows), and the removals tried; the simulation is left as
     it was found."""
@@ -465,7 +324,7 @@ def _search(sim: _Simulation, buckets: _Buckets, budget: int) -> tuple[list[int]
     return best, steps
 
 
-def _least_harm(sim: _Simulation, buckets: _Buckets) -> int:
+def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
     """The open bucket whose next pod leaves the fewest misplaced pods (then the preference)."""
     scored = []
     for b in buckets.open():
@@ -478,7 +337,7 @@ def _least_harm(sim: _Simulation, buckets: _Buckets) -> int:
     return min(scored)[2]
 
 
-def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
+def removal_order(sim: _ScaleIn, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
     """Every pod, in the order to remove them, each with whether the state after it is within
     maxSkew. The simulation is left with every pod removed."""
     buckets = _Buckets(pods)
@@ -501,7 +360,7 @@ def removal_order(sim: _Simulation, pods: Sequence[Pod]) -> list[tuple[Pod, bool
     return out
 
 
-def replay(sim: _Simulation, order: Sequence[Pod]) -> list[bool]:
+def replay(sim: _ScaleIn, order: Sequence[Pod]) -> list[bool]:
     """Whether each state along ``order`` is within maxSkew; the simulation is restored."""
     out = []
     for pod in order:
@@ -535,9 +394,9 @@ def _ranked_by_cost(pods: Sequence[Pod]) -> list[Pod] | None:
 # Per ReplicaSet, and for the whole cluster
 
 
-def _own_keys(sim: _Simulation) -> tuple[str, ...]:
+def _own_keys(sim: _ScaleIn) -> tuple[str, ...]:
     """The topology keys of the workload's hard constraints, each once, in order."""
-    return tuple(dict.fromkeys(c.members.profile.constraints[c.index].key for c in sim.own))
+    return tuple(dict.fromkeys(m.profile.constraints[i].key for m, i in sim.own))
 
 
 def _domains(
@@ -549,7 +408,7 @@ def _domains(
     return tuple((key, node.labels[key]) for key in keys if key in node.labels)
 
 
-def _kept_or_searched(sim: _Simulation, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
+def _kept_or_searched(sim: _ScaleIn, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
     """The order to give (the current costs' when they are as good as the search's), whether
     each state along it is within maxSkew, and whether it is the current costs' order.
 
@@ -585,12 +444,12 @@ def order_replica_set(
 
 def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
     """The order simulated, by positions in ``pods``, in the form the memo keeps."""
-    sim = _Simulation(context, workload, pods)
+    sim = _ScaleIn(context, workload, pods)
     violated = sim.misplaced() > 0
     order, safe, keep = _kept_or_searched(sim, pods)
-    position = {id(p): i for i, p in enumerate(pods)}
+    position = {(p.namespace, p.name): i for i, p in enumerate(pods)}
     return Remembered(
-        tuple(position[id(p)] for p in order),
+        tuple(position[(p.namespace, p.name)] for p in order),
         tuple(safe),
         keep,
         _own_keys(sim),

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import DisruptionBudget, Pod
+from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.scheduling.budgets import BudgetLedger, BudgetVerdict
 from respread.scheduling.safety import protection
@@ -27,6 +29,20 @@ class Refusal(StrEnum):
     BLOCKED = "Blocked"  # a budget refuses the eviction
 
 
+class HoldKind(StrEnum):
+    MIN_POD_AGE = "minPodAge"
+    BUDGET = "PodDisruptionBudget"
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What keeps a pod from eviction for now: it lifts by itself."""
+
+    kind: HoldKind
+    reason: str
+    until: float | None  # when it lifts, where that is known
+
+
 class EvictionGate:
     """Safety, budgets, caps and cooldown over the evictions one run plans."""
 
@@ -35,9 +51,12 @@ class EvictionGate:
         policy: RebalancePolicy,
         budgets: tuple[DisruptionBudget, ...],
         held: Mapping[WorkloadRef, str] | None = None,
+        *,
+        lift_holds: bool = False,
     ) -> None:
         self.policy = policy
-        self.budgets = BudgetLedger(budgets)
+        self.lift_holds = lift_holds  # plan as if every hold (``hold``) had lifted
+        self.budgets = BudgetLedger(budgets, lift_holds=lift_holds)
         self.held: Mapping[WorkloadRef, str] = held or {}
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
@@ -46,12 +65,27 @@ class EvictionGate:
 
     def refusal(self, pod: Pod, now: float | None) -> tuple[Refusal, str] | None:
         """Why the pod may not be evicted in any run, or None."""
-        reason = protection(pod, self.policy, now)
+        reason = protection(pod, self.policy, None if self.lift_holds else now)
         if reason:
             return Refusal.PROTECTED, reason
         check = self.budgets.check(pod)
         if check.verdict is BudgetVerdict.BLOCKED:
             return Refusal.BLOCKED, check.reason
+        return None
+
+    def hold(self, pod: Pod, now: float | None) -> Hold | None:
+        """A refusal that lifts by itself, or None: the pod is younger than minPodAge (until
+        when), or its budget refuses now and will not once its pods are healthy (or its status
+        is current). None for a pod refused for good or not refused."""
+        if protection(pod, self.policy, None) is not None:
+            return None
+        if protection(pod, self.policy, now) is not None:
+            assert now is not None and pod.created is not None  # only minPodAge reads them
+            until = pod.created + self.policy.eviction.min_pod_age
+            return Hold(HoldKind.MIN_POD_AGE, "minPodAge", until)
+        check = self.budgets.check(pod)
+        if check.verdict is BudgetVerdict.BLOCKED and check.lifts_when:
+            return Hold(HoldKind.BUDGET, f"{check.reason}, {check.lifts_when}", None)
         return None
 
     def deferral(
@@ -68,7 +102,10 @@ class EvictionGate:
         ev = self.policy.eviction
         last = history.get(workload)
         if now is not None and last is not None and now - last < ev.cooldown:
-            return f"cooldown: {workload} had an eviction {int(now - last)}s ago"
+            return (
+                f"cooldown: {workload} had an eviction {int(now - last)}s ago; the next is due "
+                f"at {format_rfc3339(last + ev.cooldown)}"
+            )
         if ev.max_per_run is not None and self.planned >= ev.max_per_run:
             return f"maxPerRun {ev.max_per_run} reached"
         if ev.max_per_workload is not None and self.per_workload[workload] >= ev.max_per_workload:

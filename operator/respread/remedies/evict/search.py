@@ -49,43 +49,60 @@ class _BudgetSpentError(Exception):
 
 def fewest_moves(space: Space, limit: int, budget: int) -> Found:
     """A shortest sequence of at most ``limit`` moves that reaches the goal."""
-    applied = 0
-    seen: dict[Hashable, int] = {}  # state -> the most moves left it was explored with
-    path: list[int] = []
+    search = _Deepening(space, budget)
+    try:
+        for depth in range(limit + 1):
+            if search.explore(depth):
+                moves = tuple(search.path)
+                for _ in moves:
+                    space.undo()
+                return Found(moves, True, search.applied)
+    except _BudgetSpentError:
+        for _ in search.path:
+            space.undo()
+        return Found(None, False, search.applied)
+    return Found(None, True, search.applied)
 
-    def explore(left: int) -> bool:
-        nonlocal applied
+
+class _Deepening:
+    """One iterative-deepening search: the moves applied so far, the path it stands on, and
+    the states explored with the most moves left then."""
+
+    def __init__(self, space: Space, budget: int) -> None:
+        self.space = space
+        self.budget = budget
+        self.applied = 0
+        self.seen: dict[Hashable, int] = {}
+        self.path: list[int] = []
+
+    def explore(self, left: int) -> bool:
+        """Whether the goal is reached within ``left`` more moves (then ``path`` leads there
+        and the space stands at its end)."""
+        space = self.space
         if space.done():
             return True
-        bound = space.lower_bound()
-        if bound is None or bound > left:
+        if self._pruned(left):
             return False
-        key = space.key()
-        if seen.get(key, -1) >= left:
-            return False
-        seen[key] = left
         for item in space.items():
-            if applied >= budget:
+            if self.applied >= self.budget:
                 raise _BudgetSpentError
             if not space.apply(item):
                 continue
-            applied += 1
-            path.append(item)
-            if explore(left - 1):
+            self.applied += 1
+            self.path.append(item)
+            if self.explore(left - 1):
                 return True
-            path.pop()
+            self.path.pop()
             space.undo()
         return False
 
-    try:
-        for depth in range(limit + 1):
-            if explore(depth):
-                moves = tuple(path)
-                for _ in moves:
-                    space.undo()
-                return Found(moves, True, applied)
-    except _BudgetSpentError:
-        for _ in path:
-            space.undo()
-        return Found(None, False, applied)
-    return Found(None, True, applied)
+    def _pruned(self, left: int) -> bool:
+        """Whether the state needs more than ``left`` moves, or was explored with as many."""
+        bound = self.space.lower_bound()
+        if bound is None or bound > left:
+            return True
+        key = self.space.key()
+        if self.seen.get(key, -1) >= left:
+            return True
+        self.seen[key] = left
+        return False

@@ -26,6 +26,15 @@ class SkipKind(StrEnum):
         return self in (SkipKind.NO_ROOM, SkipKind.WOULD_VIOLATE)
 
 
+class Verdict(StrEnum):
+    """One verdict per violated group, which the plan, the remedies and the summary share."""
+
+    FIXABLE = "Fixable"  # this run's evictions and later runs' leave no pod misplaced
+    WAITING = "Waiting"  # eviction fixes it once holds lift (minPodAge, budgets' unhealthy pods)
+    PARTLY_FIXABLE = "PartlyFixable"  # eviction leaves fewer pods misplaced, not none
+    NOT_FIXABLE = "NotFixable"  # eviction changes nothing of it
+
+
 @dataclass(frozen=True, slots=True)
 class Move:
     pod: Pod

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from respread.analysis.groups import Members
-from respread.analysis.whatif import SimCounts, failing
-from respread.core.model import Pod
+from respread.analysis.tally import SimCounts, failing
+from respread.core.model import Pod, PodName
 from respread.remedies.evict.steps import Skip
 from respread.scheduling.safety import pinned
 
@@ -26,8 +26,8 @@ FOREIGN_TRIALS = 8
 def candidates(
     counts: SimCounts,
     m: Members,
-    moved: set[int],
-    skipped: Mapping[int, Skip],
+    moved: set[PodName],
+    skipped: Mapping[PodName, Skip],
     refused_too: bool = False,
 ) -> list[tuple[Pod, tuple[int, bool]]]:
     """The members' misplaced pods in victim order, with the rule each fails first, less
@@ -41,19 +41,22 @@ def candidates(
         live = [
             p
             for p in pods
-            if id(p) not in moved
-            and ((skip := skipped.get(id(p))) is None or (refused_too and skip.kind.for_the_counts))
+            if (p.namespace, p.name) not in moved
+            and (
+                (skip := skipped.get((p.namespace, p.name))) is None
+                or (refused_too and skip.kind.for_the_counts)
+            )
         ]
         if not live:
             continue
         excess = 0
         keyless = False  # on a node without a key: every fix moves the pod
-        for _, key, table, _, gmin, _, _ in judge:
+        for _, key, ceilings, _ in judge:
             value = labels.get(key)
             if value is None:
                 keyless = True
             else:
-                excess = max(excess, table.get(value, 0) - gmin)
+                excess = max(excess, ceilings.counts.get(value, 0) - ceilings.global_min)
         broken = 1 if len(judge) == 1 else len(failing(judge, labels, node_name))
         crowd = len(pods)
         for pod in live:
@@ -79,7 +82,7 @@ def candidates(
 
 
 def foreign(
-    counts: SimCounts, m: Members, moved: set[int], skipped: Mapping[int, Skip]
+    counts: SimCounts, m: Members, moved: set[PodName], skipped: Mapping[PodName, Skip]
 ) -> list[tuple[Members, Pod, str]]:
     """Other workloads' pods that one of ``m``'s failing constraints counts, in the domains
     where ``m``'s pods fail it, with the reason to move them; at most ``FOREIGN_TRIALS``,
@@ -87,7 +90,7 @@ def foreign(
     counted = counts.counted_others(m)
     if not counted:
         return []
-    tables = counts.tables_of[id(m)]
+    tables = counts.tables(m.profile)
     crowded: dict[int, set[str]] = {}
     for node_name, _, first in counts.misplaced(m):
         c = m.profile.constraints[first[0]]
@@ -108,7 +111,10 @@ def foreign(
                     f"{c.key} {domain} holds {tables[i].get(domain)} of its pods"
                 )
                 for pod in pods:
-                    if id(pod) not in moved and id(pod) not in skipped:
+                    if (pod.namespace, pod.name) not in moved and (
+                        pod.namespace,
+                        pod.name,
+                    ) not in skipped:
                         key = (pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
                         found.append((key, x, pod, reason))
     found.sort(key=lambda item: item[0])
@@ -116,14 +122,14 @@ def foreign(
 
 
 def followers(
-    counts: SimCounts, m: Members, pod: Pod, moved: set[int], skipped: Mapping[int, Skip]
+    counts: SimCounts, m: Members, pod: Pod, moved: set[PodName], skipped: Mapping[PodName, Skip]
 ) -> list[tuple[Members, Pod]]:
     """With ``pod`` (one of ``m``'s) moved: the misplaced pods of each other workload the
     move touched and left misplaced, in victim order, refused ones included, at most
     ``FOREIGN_TRIALS`` of each. Moving one may mend what the first move broke."""
     return [
         (x, follower)
-        for x in counts.affected(m, pod).values()
+        for x in counts.affected(m, pod)
         if x is not m and counts.violators(x)
         for follower, _ in candidates(counts, x, moved, skipped, refused_too=True)[:FOREIGN_TRIALS]
     ]

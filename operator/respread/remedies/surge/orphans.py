@@ -28,19 +28,9 @@ from collections.abc import Collection, Sequence
 
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import ClusterState, Pod, Workload
-from respread.remedies.surge.plan import (
-    VICTIM_COST,
-    Action,
-    ActionKind,
-    InFlight,
-    Operation,
-    Phase,
-    Victim,
-    drained,
-    newest_first,
-    operation_of,
-    stand_down,
-)
+from respread.remedies.surge.advance import Action, ActionKind, InFlight, opening
+from respread.remedies.surge.operation import Operation, Phase, operation_of
+from respread.remedies.surge.victims import VICTIM_COST, Victim, newest_first
 from respread.scheduling.controller import Tier, tier
 from respread.scheduling.spread import pod_counts
 
@@ -94,11 +84,9 @@ def orphan_action(op: Operation, deployment: Workload, pods: Sequence[Pod]) -> A
     gone = f"RebalancePolicy {op.policy} is gone"
     if op.phase is Phase.ROLLED_BACK:
         return Action(ActionKind.DONE, f"{gone}: its rollback record is removed")
-    down = stand_down(op, deployment)
-    if down is not None:
-        return down
-    if op.phase in (Phase.DRAINING, Phase.ROLLING_BACK):
-        return drained(op, deployment, pods)
+    first = opening(op, deployment, pods)
+    if first is not None:
+        return first
     k = op.target - op.original
     by_uid = {p.uid: p for p in pods if p.uid is not None}
     all_ready = len(pods) == op.target and all(tier(p) is Tier.READY for p in pods)

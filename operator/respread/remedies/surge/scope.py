@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from respread.core.model import ClusterState
-from respread.remedies.surge.plan import Phase, operation_of
+from respread.remedies.surge.operation import Phase, operation_of
 
 
 def surging_namespaces(state: ClusterState, policy: str) -> frozenset[str]:

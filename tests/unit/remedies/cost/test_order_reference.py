@@ -22,7 +22,8 @@ from types import ModuleType
 
 import pytest
 
-from respread.analysis.groups import Analysis, analyze, violating_nodes
+from respread.analysis.groups import Analysis, Members, analyze, violating_nodes
+from respread.analysis.whatif import GroupCheck
 from respread.core.annotations import DELETION_COST
 from respread.core.model import ClusterState, Labels, Pod
 from respread.inputs.objects import load_documents
@@ -34,7 +35,7 @@ from respread.remedies.cost.order import (
     OrderState,
     _quality,
     _ranked_by_cost,
-    _Simulation,
+    _ScaleIn,
     plan_costs,
     removal_order,
     replay,
@@ -59,7 +60,7 @@ def generated(nodes: int, pods: int, seed: int) -> ClusterState:
 
 
 def reference_kept_or_searched(
-    sim: _Simulation, pods: Sequence[Pod]
+    sim: _ScaleIn, pods: Sequence[Pod]
 ) -> tuple[list[Pod], list[bool], bool]:
     computed = removal_order(sim, pods)
     for pod, _ in reversed(computed):
@@ -74,21 +75,20 @@ def reference_kept_or_searched(
     return order, safe, False
 
 
-def reference_count(sim: _Simulation, number: int) -> int:
-    check = sim.checks[number]
-    m = check.members
-    value = 0
-    if m.by_node:
-        bad = violating_nodes(sim.index, m, check.tables, check.index)
-        value = sum(len(m.by_node[n]) for n in bad)
-    sim._misplaced[number] = value
-    return value
+def reference_misplaced(check: GroupCheck) -> int:
+    counts, m = check.counts, check.members
+    positions = {n: tuple(p) for n, p in counts.positions(m).items() if p}
+    if not positions:
+        return 0
+    view = Members(m.workload, m.profile, positions)
+    bad = violating_nodes(counts.index, view, counts.tables(m.profile), check.constraint)
+    return sum(len(positions[n]) for n in bad)
 
 
 def reference(analysis: Analysis, monkeypatch: pytest.MonkeyPatch) -> CostPlan:
     with monkeypatch.context() as patched:
         patched.setattr(deletion_cost, "_kept_or_searched", reference_kept_or_searched)
-        patched.setattr(_Simulation, "_count", reference_count)
+        patched.setattr(GroupCheck, "misplaced", reference_misplaced)
         return plan_costs(analysis, SETTINGS)
 
 

@@ -119,7 +119,9 @@ def test_caps(
 
 def test_cooldown_and_hold() -> None:
     gate = EvictionGate(policy(cooldown=600.0), (), held={OTHER_REF: "replacement not Ready"})
-    assert gate.deferral(web(), WEB_REF, NOW, {WEB_REF: NOW - 60}).startswith("cooldown")
+    said = gate.deferral(web(), WEB_REF, NOW, {WEB_REF: NOW - 60})
+    assert said.startswith("cooldown") and "had an eviction 60s ago" in said
+    assert said.endswith("the next is due at 1970-01-01T02:55:40Z")  # NOW - 60 + 600
     assert gate.deferral(web(), WEB_REF, NOW, {WEB_REF: NOW - 6000}) == ""
     assert gate.deferral(web(), OTHER_REF, NOW, {}) == "replacement not Ready"
     assert gate.deferral(web(), WEB_REF, None, {WEB_REF: NOW}) == ""  # no clock: no cooldown

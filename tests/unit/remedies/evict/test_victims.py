@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from respread.analysis.groups import Analysis, Members, analyze
-from respread.analysis.whatif import SimCounts
+from respread.analysis.tally import SimCounts
 from respread.core.model import ClusterState, Labels, OwnerRef, Pod, Policy, SpreadConstraint, When
 from respread.remedies.evict import victims
 from respread.remedies.evict.steps import Skip, SkipKind
@@ -127,12 +127,13 @@ def test_moved_and_skipped_pods_are_not_candidates_unless_refused_for_the_counts
     m = members(analysis, "web")
     p0, p1, p2 = (next(p for p in cluster.pods if p.name == f"p{i}") for i in range(3))
     skipped = {
-        id(p1): Skip(p1, m.workload, SkipKind.WOULD_VIOLATE, "x"),
-        id(p0): Skip(p0, m.workload, SkipKind.PROTECTED, "x"),
+        (p1.namespace, p1.name): Skip(p1, m.workload, SkipKind.WOULD_VIOLATE, "x"),
+        (p0.namespace, p0.name): Skip(p0, m.workload, SkipKind.PROTECTED, "x"),
     }
-    names = [p.name for p, _ in victims.candidates(counts, m, {id(p2)}, skipped)]
+    moved = {(p2.namespace, p2.name)}
+    names = [p.name for p, _ in victims.candidates(counts, m, moved, skipped)]
     assert names == []
-    names = [p.name for p, _ in victims.candidates(counts, m, {id(p2)}, skipped, refused_too=True)]
+    names = [p.name for p, _ in victims.candidates(counts, m, moved, skipped, refused_too=True)]
     assert names == ["p1"]
 
 
@@ -177,7 +178,7 @@ def test_foreign_pods_are_the_other_workloads_pods_counted_where_the_group_is_cr
     assert found[0][2] == (
         "counted by the zone spread of ReplicaSet default/w0-rs: zone za holds 10 of its pods"
     )
-    moved = {id(found[0][1])}
+    moved = {(found[0][1].namespace, found[0][1].name)}
     again = victims.foreign(counts, members(analysis, "w0"), moved, {})
     assert next(p.name for _, p, _ in again) == "w1-7"
 
@@ -204,8 +205,8 @@ def test_followers_are_the_misplaced_pods_of_the_workloads_a_move_breaks() -> No
     assert victims.followers(counts, m0, mover, set(), {}) == []  # nothing broken yet
     counts.shift(counts.tables_counting(mover), "a1", -1)
     counts.shift(counts.tables_counting(mover), "c1", +1)
-    counts.reposition(m0, mover, "a1", "c1")
-    found = victims.followers(counts, m0, mover, {id(mover)}, {})
+    counts.relocate(m0, mover, "a1", "c1")
+    found = victims.followers(counts, m0, mover, {(mover.namespace, mover.name)}, {})
     assert all(x is m1 for x, _ in found)
     assert [(p.name, p.node_name) for _, p in found] == [
         ("w1-1", "c1"),
@@ -218,5 +219,5 @@ def test_a_pods_own_labels_decide_which_groups_count_it() -> None:
     pods = [web("w-0", "a1", labels={"app": "web", "tier": "a"})]
     analysis, counts = setup(state(THREE_ZONES, pods))
     (m,) = analysis.members
-    assert [t for _, t in counts.tables_counting(pods[0])] == list(counts.tables_of[id(m)])
+    assert counts.tables_counting(pods[0]) == list(counts.tables(m.profile))
     assert m.labels == Labels({"app": "web", "tier": "a"})

@@ -15,6 +15,8 @@ from respread.core.annotations import SURGE_STATE
 from respread.core.model import ClusterState
 from respread.inputs.objects import load_documents
 from respread.inputs.policy import RebalancePolicy, RemediationSettings, Selection, SurgeSettings
+from respread.remedies.surge.advance import ActionKind, next_operation, operations
+from respread.remedies.surge.operation import Operation, Phase
 from respread.remedies.surge.orphans import (
     deployment_pods,
     in_flight_count,
@@ -23,14 +25,7 @@ from respread.remedies.surge.orphans import (
     overdue,
     unknown_policies,
 )
-from respread.remedies.surge.plan import (
-    VICTIM_COST,
-    ActionKind,
-    Operation,
-    Phase,
-    next_operation,
-    operations,
-)
+from respread.remedies.surge.victims import VICTIM_COST
 from tests.unit.remedies.surge.test_plan import (
     AFTER,
     BEFORE,

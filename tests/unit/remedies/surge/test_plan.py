@@ -40,15 +40,10 @@ from respread.remedies.choose import (
 )
 from respread.remedies.cost.order import plan_costs
 from respread.remedies.evict.planner import plan
-from respread.remedies.surge.plan import (
-    VICTIM_COST,
-    ActionKind,
-    Operation,
-    Phase,
-    next_operation,
-    operations,
-    plan_surges,
-)
+from respread.remedies.surge.advance import ActionKind, next_operation, operations
+from respread.remedies.surge.operation import Operation, Phase
+from respread.remedies.surge.plan import plan_surges
+from respread.remedies.surge.victims import VICTIM_COST
 from respread.report.build import build_report
 from respread.report.contract import report_json
 from respread.report.model import SurgeState

@@ -14,7 +14,8 @@ import pytest
 from respread.analysis.groups import analyze
 from respread.core.annotations import SURGE_STATE
 from respread.inputs.objects import load_documents
-from respread.remedies.surge.plan import Operation, Phase, operations
+from respread.remedies.surge.advance import operations
+from respread.remedies.surge.operation import Operation, Phase
 from respread.remedies.surge.scope import follower_state, surging_namespaces
 from tests.unit.remedies.surge.test_plan import NOW, SURGING, policy_with
 from tests.unit.remedies.surge.test_victims import BOTH, MARKING, SPLIT_RACKS, UNEVEN, docs_for

@@ -21,14 +21,10 @@ from hypothesis import strategies as st
 from respread.analysis.groups import analyze
 from respread.core.annotations import SURGE_STATE
 from respread.inputs.objects import load_documents
+from respread.remedies.surge.advance import ActionKind, next_operation, operations
+from respread.remedies.surge.operation import Phase
 from respread.remedies.surge.others import judge_others
-from respread.remedies.surge.plan import (
-    ActionKind,
-    Phase,
-    _count_vectors,
-    next_operation,
-    operations,
-)
+from respread.remedies.surge.victims import _count_vectors
 from tests.unit.remedies.surge.test_others import watch_pod
 from tests.unit.remedies.surge.test_plan import NOW, SURGING, WEB, cluster, policy_with, run
 
