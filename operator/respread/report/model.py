@@ -13,7 +13,9 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from respread.analysis.causes import Cause
+from respread.analysis.domain_memory import NO_VIEW, DomainView
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
@@ -22,6 +24,7 @@ from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
 from respread.scheduling.controller import Tier
+from respread.scheduling.outages import Outage
 
 ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
 Domains = tuple[tuple[str, str], ...]  # (topology key, value)
@@ -66,6 +69,7 @@ class Summary:
     skipped: int
     waiting: int = 0  # verdict Waiting
     partly_fixable: int = 0  # verdict PartlyFixable
+    pending: int = 0  # unbound pods that topology spread holds Pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,7 @@ class Violation:
     remedy: Remedy | None = None
     incomplete: bool = False  # counted without pods on nodes the state lacks
     waiting_for: str = ""  # verdict Waiting: the holds whose lifting lets eviction fix it
+    pods_pinned_by_volume: int = 0  # kept in their domain by a PersistentVolume's affinity
 
     @property
     def fixable(self) -> bool:
@@ -301,6 +306,9 @@ class Report:
     deletion_cost: DeletionCostSection
     surge: SurgeSection
     coverage: CoverageSection = CoverageSection()
+    pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
+    outages: tuple[Outage, ...] = ()  # domains whose nodes are all down past the grace period
+    domains: DomainView = NO_VIEW  # lost and returned domains, outage and recovery phases
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -378,6 +386,7 @@ class StatusSummary:
     failed: int
     waiting: int = 0
     partly_fixable: int = 0
+    pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +424,20 @@ class StatusViolation:
     @property
     def fixable(self) -> bool:
         return self.verdict is Verdict.FIXABLE
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPending:
+    """A pod spread holds Pending, as the status lists it."""
+
+    namespace: str
+    pod: str
+    workload: WorkloadRef
+    topology_key: str
+    domains: tuple[str, ...]  # the domains the binding constraint admits it into
+    reason: str  # an analysis.pending.Obstacle
+    message: str
+    unblock: str  # the first way out
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,6 +538,10 @@ class Status:
     deletion_cost: DeletionCostStatus | None = None
     evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
     next_eviction_time: str | None = None  # the earliest a held-back eviction is due
+    pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
+    pending_total: int = 0
+    outages: tuple[Outage, ...] = ()  # at most spec.report.maxItems
+    domains: DomainView = NO_VIEW  # its lists at most spec.report.maxItems each
 
 
 @dataclass(frozen=True, slots=True)
