@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import yaml
 
 from respread import __version__
+from respread.analysis.pending import pending_pod
 from respread.core.collector import gc_paused
 from respread.core.limits import DEFAULT_LIMITS, Limits, printable, printable_lines, shown
 from respread.core.quantity import QuantityError, units
@@ -38,9 +39,10 @@ from respread.pipeline import NO_MEMORY, Memory, scan
 from respread.remedies.cost.release import lifecycle_of
 from respread.remedies.evict.ledger import LEDGER, LedgerData
 from respread.report.compact import render_compact
-from respread.report.contract import move_json, report_json
+from respread.report.contract import move_json, pending_json, report_json
 from respread.report.model import CoverageSection, Report
 from respread.report.move import Context, would_move
+from respread.report.pending_text import pending_pod_text
 from respread.report.text import move_text, render_text
 from respread.scheduling.explain import Explanation, explain_pod
 
@@ -523,6 +525,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     answer = would_move(pod, context, ex) if pod.node_name is not None else None
     data = explanation_dict(ex) | ({"move": move_json(answer)} if answer is not None else {})
     text = explanation_text(ex) + (move_text(answer) if answer is not None else "")
+    # An unbound pod that spread holds Pending: why, and what unblocks it.
+    held = pending_pod(result.analysis.index, scope.policy, pod, now)
+    if held is not None:
+        data["pending"] = pending_json(held)
+        text += "\n" + "\n".join(pending_pod_text(held)) + "\n"
     emit(data, args.output, text if args.output == "text" else None)
     return 0
 

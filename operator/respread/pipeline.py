@@ -1,7 +1,8 @@
 """The one pure scan: cluster state + policy (+ memory) -> report, for the CLI and the operator.
 
     analyze -> plan evictions -> the chooser -> plan surges -> defer what surges take over
-            -> order deletion costs -> hold what surges take over -> the report
+            -> order deletion costs -> hold what surges take over -> pods spread holds Pending
+            -> the report
 
 `scan` is all of it, and nothing else assembles a scan: `respread plan` (a snapshot, or a live
 cluster read once) and the operator (runtime/scan.py, which then acts on the result and writes
@@ -24,10 +25,13 @@ from typing import Any
 
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
 from respread.analysis.coverage import coverage_of
-from respread.analysis.groups import Analysis, WorkloadRef, analyze
+from respread.analysis.domain_memory import NO_DOMAINS, DomainMemory, DomainView, remember
+from respread.analysis.groups import Analysis, WorkloadRef, analyze, build_index
+from respread.analysis.outage_holds import held_by_outages
+from respread.analysis.pending import pending_pods
 from respread.core.collector import gc_paused
 from respread.core.model import ClusterState
-from respread.inputs.policy import Mode, RebalancePolicy
+from respread.inputs.policy import Mode, OutageCounting, RebalancePolicy
 from respread.remedies.choose import apply_remediation, defer_surged, eviction_blocked, hold_costs
 from respread.remedies.cost.memo import CostMemo
 from respread.remedies.cost.order import CostPlan, plan_costs
@@ -35,11 +39,15 @@ from respread.remedies.cost.owner import Ownership
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
 from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
+from respread.remedies.evict.ramp import ramp_holds, ramp_plan
+from respread.remedies.evict.unblock import with_unblocking
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
 from respread.report.changes import Before, Changes, changes, scope_left
 from respread.report.model import Report, WorkloadHistory
 from respread.report.stored import remembered, scanned_generation, still_true
+from respread.report.stored_domains import stored_domains
+from respread.scheduling.outages import Outage, by_key, constraint_keys, outages
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,7 @@ class Memory:
     generation: int | None = None
     selected: bool = True
     complete: bool = True
+    domains: DomainMemory = NO_DOMAINS  # lost domains, outages, recoveries
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> Memory:
@@ -88,6 +97,7 @@ class Memory:
             generation=scanned_generation(status),
             selected=still_true(status, "PodsSelected"),
             complete=still_true(status, "InputComplete"),
+            domains=stored_domains(status),
         )
 
     def histories(self) -> list[WorkloadHistory]:
@@ -159,15 +169,39 @@ def _scan(
     memo: CostMemo | None,
     recorded: LedgerData,
 ) -> Scan:
-    analysis = analyze(state, policy)
+    found, analysis = _analyze(state, policy, now)
     covered = coverage_of(analysis, policy)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
-    held = _held(state, analysis, policy, now, memory=memory, history=history, recorded=recorded)
-    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=held)
+    domains, view = remember(memory.domains, analysis, found, now)
+    outage_held = held_by_outages(analysis, found, policy)
+    held = {
+        **_held(state, analysis, policy, now, memory=memory, history=history, recorded=recorded),
+        **ramp_holds(analysis, view, policy, history.last_eviction, now),
+        **outage_held,
+    }
+    evictions = _planned(
+        analysis,
+        policy,
+        now,
+        history=history,
+        held=held,
+        view=view,
+        outage_held=outage_held,
+    )
     chosen = apply_remediation(evictions, policy)
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
     chosen = defer_surged(chosen, surge.busy)
     costs = hold_costs(_costs(analysis, policy, others, memo), surge.busy)
+    pending = tuple(pending_pods(analysis, policy, now))
+    chosen = with_unblocking(
+        chosen,
+        pending,
+        analysis,
+        policy,
+        now=now,
+        last_eviction=history.last_eviction,
+        held=held,
+    )
     report = build_report(
         analysis,
         chosen,
@@ -177,6 +211,9 @@ def _scan(
         surge=surge,
         carried=memory.causes,
         coverage=covered,
+        pending=pending,
+        outages=found,
+        domains=view,
     )
     after = Memory(
         history,
@@ -186,9 +223,46 @@ def _scan(
         generation=policy.generation,
         selected=not covered.nothing_selected,
         complete=not covered.pods_on_unknown_nodes,
+        domains=domains,
     )
     changed = _changes(report, analysis, policy, memory)
     return Scan(analysis, chosen, surge, costs, report, changed, after, held)
+
+
+def _analyze(
+    state: ClusterState, policy: RebalancePolicy, now: float
+) -> tuple[tuple[Outage, ...], Analysis]:
+    """The domains in an outage, and the analysis: under KEP-5980's counting, without them
+    (they count toward minDomains only)."""
+    found = outages(
+        state.nodes,
+        constraint_keys(state, policy.constraints.default_constraints),
+        now,
+        policy.outages.grace_period,
+    )
+    kep = policy.outages.counting is OutageCounting.KEP5980
+    index = build_index(state, policy, by_key(found) if kep and found else None)
+    return found, analyze(state, policy, index)
+
+
+def _planned(
+    analysis: Analysis,
+    policy: RebalancePolicy,
+    now: float,
+    *,
+    history: EvictionHistory,
+    held: Mapping[WorkloadRef, str],
+    view: DomainView,
+    outage_held: Mapping[WorkloadRef, str],
+) -> Plan:
+    """The evictions: planned, paced while domains recover, and none deferred on account of an
+    outage (not even for later runs while it lasts)."""
+    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=dict(held))
+    evictions = ramp_plan(evictions, analysis, view, policy)
+    if outage_held:
+        kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)
+        evictions = replace(evictions, deferred=kept)
+    return evictions
 
 
 def _changes(

@@ -84,6 +84,11 @@ DEFAULTED_SPEC: dict[str, Any] = {
             "allowAutoscaled": False,
         },
     },
+    "outages": {
+        "gracePeriod": "5m",
+        "counting": "Scheduler",
+        "recovery": {"maxShare": 25, "interval": "5m"},
+    },
 }
 
 

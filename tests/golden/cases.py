@@ -47,6 +47,8 @@ def _inputs() -> Iterator[tuple[str, Path, Path | None]]:
         yield f"review-{f.stem}", f, None
     for d in _cluster_folders(REPO / "tests" / "scenarios" / "golden"):
         yield f"golden-{d.name}", d / "cluster.yaml", d / "policy.yaml"
+    for d in _cluster_folders(REPO / "tests" / "scenarios" / "domains"):  # issue 24
+        yield f"domains-{d.name}", d / "cluster.yaml", None
     for d in sorted((REPO / "tests" / "scenarios" / "found").rglob("cluster.yaml")):
         yield f"found-{d.parent.name}", d, None
     for f in sorted((HERE / "clusters").glob("*.yaml")):  # surges settled and in flight

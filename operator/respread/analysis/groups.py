@@ -132,12 +132,18 @@ def namespace_selected(
     return True
 
 
-def build_index(state: ClusterState, policy: RebalancePolicy) -> SpreadIndex:
+def build_index(
+    state: ClusterState,
+    policy: RebalancePolicy,
+    outage_domains: Mapping[str, frozenset[str]] | None = None,
+) -> SpreadIndex:
+    """``outage_domains``: domains in an outage that KEP-5980's counting leaves out of skew."""
     return SpreadIndex(
         state,
         default_constraints=policy.constraints.default_constraints,
         empty_selector_matches_all=policy.constraints.empty_selector_matches_all,
         include_soft=When.SCHEDULE_ANYWAY in policy.constraints.when_unsatisfiable,
+        outage_domains=outage_domains,
     )
 
 
@@ -367,7 +373,8 @@ def analyze(
                     own + outside,
                     domains,
                     c.max_skew,
-                    c.min_domains,
+                    # domains in an outage (KEP-5980 counting) count toward minDomains
+                    max(1, c.min_domains - table.space.absent),
                     arriving=unresolvable,
                     counted=counted,
                 )

@@ -25,6 +25,9 @@ class DomainSpace:
 
     node_domain: Mapping[str, str]
     domain_nodes: Mapping[str, tuple[str, ...]]
+    # Domains left out of the space but counted toward minDomains: in an outage, under
+    # KEP-5980's counting (they count toward minDomains, not toward skew).
+    absent: int = 0
 
     @property
     def size(self) -> int:
@@ -131,7 +134,7 @@ class CountTable:
         ``without`` names a domain one pod is taken out of first (a bound pod judged as if it
         were being placed again).
         """
-        if self._size < min_domains:
+        if self._size + self.space.absent < min_domains:
             return 0
         if len(self.counts) < self._size:  # raw_min, inlined (every judgement asks)
             current = 0

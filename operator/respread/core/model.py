@@ -249,6 +249,43 @@ FINISHED: Final = frozenset((Phase.SUCCEEDED, Phase.FAILED))
 
 
 @dataclass(frozen=True, slots=True)
+class VolumePin:
+    """A claim bound to a PersistentVolume whose spec.nodeAffinity.required restricts nodes."""
+
+    claim: str
+    volume: str
+    terms: tuple[NodeSelectorTerm, ...]  # ORed, as a required node selector's terms
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A PersistentVolumeClaim: only the volume it is bound to."""
+
+    namespace: str
+    name: str
+    volume: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """A PersistentVolume: only its required node affinity (None: any node)."""
+
+    name: str
+    terms: tuple[NodeSelectorTerm, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingEvent:
+    """A FailedScheduling Event about a pod (core/v1 or events.k8s.io/v1): only its message."""
+
+    namespace: str
+    name: str  # the Event's
+    pod: str
+    message: str
+    time: float | None  # lastTimestamp, or eventTime
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str
@@ -267,6 +304,14 @@ class Pod:
     # The field managers owning the pod-deletion-cost annotation (metadata.managedFields);
     # interned, and the shared empty tuple for the usual pod without one.
     deletion_cost_managers: tuple[str, ...] = ()
+    # The scheduler's PodScheduled=False condition (reason: message), evidence of why an
+    # unbound pod waits; None when it has no such condition.
+    unschedulable: str | None = None
+    # The PersistentVolumeClaims the pod mounts (ephemeral volumes by their claim's name), and
+    # what their bound volumes' node affinity requires of a node (joined after loading,
+    # inputs/volumes.py): the VolumeBinding filter's restriction on the pod and its replacement.
+    claims: tuple[str, ...] = ()
+    volume_pins: tuple[VolumePin, ...] = ()
 
     @property
     def key(self) -> str:
@@ -292,6 +337,9 @@ class Node:
     max_pods: int | None = None
     ready: bool = True
     created: float | None = None
+    # When the Ready condition last changed (status.conditions lastTransitionTime): how long
+    # a NotReady node has been so (outage detection's grace period).
+    ready_changed: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,3 +444,6 @@ class ClusterState:
     namespaces: tuple[Namespace, ...] = ()
     taken_at: float | None = field(default=None, compare=False)
     autoscalers: tuple[Autoscaler, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    scheduling_events: tuple[SchedulingEvent, ...] = ()

@@ -23,6 +23,7 @@ from respread.core.model import (
     EMPTY_LABELS,
     NO_AFFINITY,
     Autoscaler,
+    Claim,
     ClusterState,
     DisruptionBudget,
     Effect,
@@ -42,10 +43,12 @@ from respread.core.model import (
     ReplicaStatus,
     Requirement,
     Resources,
+    SchedulingEvent,
     Service,
     SpreadConstraint,
     Taint,
     Toleration,
+    Volume,
     When,
     Workload,
 )
@@ -53,6 +56,8 @@ from respread.core.quantity import QuantityError, milli, units
 from respread.core.timestamps import parse_rfc3339
 from respread.inputs.documents import InputError, documents_from_text, read_documents
 from respread.inputs.entries import LIST_ITEMS, LeftOut, Settled
+from respread.inputs.evidence import with_evidence
+from respread.inputs.volumes import pin_pods
 
 __all__ = ["documents_from_text"]  # re-exported: the command reads policies with it
 
@@ -145,7 +150,18 @@ class _Interner:
         return self._seen.setdefault(value, value)  # type: ignore[return-value]
 
 
-Record = Node | Pod | DisruptionBudget | Workload | Service | Namespace | Autoscaler
+Record = (
+    Node
+    | Pod
+    | DisruptionBudget
+    | Workload
+    | Service
+    | Namespace
+    | Autoscaler
+    | Claim
+    | Volume
+    | SchedulingEvent
+)
 
 
 class ObjectParser:
@@ -223,7 +239,18 @@ class _Collector:
         self.parser = ObjectParser(memo=True)  # one load: its keys go with it
         self.records: dict[type, list[Any]] = {
             kind: []
-            for kind in (Node, Pod, DisruptionBudget, Workload, Service, Namespace, Autoscaler)
+            for kind in (
+                Node,
+                Pod,
+                DisruptionBudget,
+                Workload,
+                Service,
+                Namespace,
+                Autoscaler,
+                Claim,
+                Volume,
+                SchedulingEvent,
+            )
         }
         self.problems: list[Problem] = []
         self.seen: dict[tuple[str, str, str], str] = {}
@@ -299,8 +326,11 @@ class _Collector:
             namespaces=tuple(records[Namespace]),
             taken_at=taken_at,
             autoscalers=tuple(records[Autoscaler]),
+            claims=tuple(records[Claim]),
+            volumes=tuple(records[Volume]),
+            scheduling_events=tuple(records[SchedulingEvent]),
         )
-        return LoadResult(state, tuple(self.problems))
+        return LoadResult(with_evidence(pin_pods(state)), tuple(self.problems))
 
 
 def load_documents(docs: Iterable[tuple[str, Any]], taken_at: float | None = None) -> LoadResult:
@@ -522,35 +552,42 @@ def _affinity(spec: Mapping[str, Any], intern: _Interner) -> NodeAffinity:
     node_aff = _map(affinity, "spec.affinity", "nodeAffinity")
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms: tuple[NodeSelectorTerm, ...] | None = None
-    if required is not None:
-        if not isinstance(required, dict):
-            raise FieldError(base, "expected a mapping")
-        parsed = []
-        for i, term in enumerate(_list(required, base, "nodeSelectorTerms")):
-            where = f"{base}.nodeSelectorTerms[{i}]"
-            if not isinstance(term, dict):
-                raise FieldError(where, "expected a mapping")
-            exprs = _requirements(
-                _list(term, where, "matchExpressions"),
-                f"{where}.matchExpressions",
-                _NODE_OPS,
-                intern,
-            )
-            fields = _requirements(
-                _list(term, where, "matchFields"), f"{where}.matchFields", _FIELD_OPS, intern
-            )
-            for j, f in enumerate(fields):
-                if f.key != "metadata.name" or len(f.values) != 1:
-                    raise FieldError(
-                        f"{where}.matchFields[{j}]",
-                        "only metadata.name with exactly one value is supported",
-                    )
-            parsed.append(NodeSelectorTerm(exprs, fields))
-        terms = tuple(parsed)
+    terms = _node_selector_terms(required, base, intern)
     if not node_selector and terms is None:
         return NO_AFFINITY
     return intern(NodeAffinity(node_selector, terms))
+
+
+def _node_selector_terms(
+    required: Any, base: str, intern: _Interner
+) -> tuple[NodeSelectorTerm, ...] | None:
+    """A required node selector's terms (None: not set), as node affinity and volumes hold it."""
+    if required is None:
+        return None
+    if not isinstance(required, dict):
+        raise FieldError(base, "expected a mapping")
+    parsed = []
+    for i, term in enumerate(_list(required, base, "nodeSelectorTerms")):
+        where = f"{base}.nodeSelectorTerms[{i}]"
+        if not isinstance(term, dict):
+            raise FieldError(where, "expected a mapping")
+        exprs = _requirements(
+            _list(term, where, "matchExpressions"),
+            f"{where}.matchExpressions",
+            _NODE_OPS,
+            intern,
+        )
+        fields = _requirements(
+            _list(term, where, "matchFields"), f"{where}.matchFields", _FIELD_OPS, intern
+        )
+        for j, f in enumerate(fields):
+            if f.key != "metadata.name" or len(f.values) != 1:
+                raise FieldError(
+                    f"{where}.matchFields[{j}]",
+                    "only metadata.name with exactly one value is supported",
+                )
+        parsed.append(NodeSelectorTerm(exprs, fields))
+    return intern(tuple(parsed))
 
 
 def _effect(value: Any, path: str) -> Effect:
@@ -857,11 +894,53 @@ def _deletion_cost_managers(meta: Mapping[str, Any], intern: _Interner) -> tuple
     return intern(tuple(sorted(set(owners)))) if owners else ()
 
 
-def _ready(status: Mapping[str, Any], default: bool) -> bool:
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for cond in _list(status, "status", "conditions"):
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return default
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def _ready(status: Mapping[str, Any], default: bool) -> bool:
+    cond = _condition(status, "Ready")
+    return cond.get("status") == "True" if cond is not None else default
+
+
+def _ready_changed(status: Mapping[str, Any]) -> float | None:
+    """When the node's Ready condition last changed (None: not said, or not a time)."""
+    cond = _condition(status, "Ready")
+    value = cond.get("lastTransitionTime") if cond is not None else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError:
+        return None
+
+
+def _unschedulable(status: Mapping[str, Any]) -> str | None:
+    """The PodScheduled=False condition as "reason: message" (None: none)."""
+    cond = _condition(status, "PodScheduled")
+    if cond is None or cond.get("status") != "False":
+        return None
+    reason = _scalar(cond.get("reason") or "", "status.conditions.reason")
+    message = _scalar(cond.get("message") or "", "status.conditions.message")
+    return printable(f"{reason}: {message}" if reason and message else reason or message)
+
+
+def _claims(spec: Mapping[str, Any], pod: str, intern: _Interner) -> tuple[str, ...]:
+    """The claims the pod's volumes name: persistentVolumeClaim.claimName, and an ephemeral
+    volume's claim, which the ephemeral volume controller names <pod>-<volume>."""
+    out: list[str] = []
+    for v in _list(spec, "spec", "volumes"):
+        if not isinstance(v, dict):
+            continue
+        pvc = v.get("persistentVolumeClaim")
+        if isinstance(pvc, dict) and isinstance(pvc.get("claimName"), str):
+            out.append(pvc["claimName"])
+        elif isinstance(v.get("ephemeral"), dict) and isinstance(v.get("name"), str):
+            out.append(f"{pod}-{v['name']}")
+    return intern(tuple(out)) if out else ()
 
 
 def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
@@ -891,6 +970,8 @@ def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
         nominated_node=_str(status, "status", "nominatedNodeName") or None,
         uid=_str(meta, "metadata", "uid") or None,
         deletion_cost_managers=_deletion_cost_managers(meta, intern),
+        unschedulable=_unschedulable(status) if node_name is None else None,
+        claims=_claims(spec, name, intern),
     )
 
 
@@ -927,7 +1008,49 @@ def _node(doc: Mapping[str, Any], intern: _Interner) -> Node:
         max_pods=max_pods,
         ready=_ready(status, default=True),
         created=_time(meta, "creationTimestamp"),
+        ready_changed=_ready_changed(status),
     )
+
+
+def _claim(doc: Mapping[str, Any], intern: _Interner) -> Claim:
+    _, name, namespace = _meta(doc, namespaced=True)
+    spec = _map(doc, "", "spec")
+    volume = _str(spec, "spec", "volumeName") or None
+    return Claim(intern(namespace), name, volume)
+
+
+def _scheduling_event(doc: Mapping[str, Any], intern: _Interner) -> SchedulingEvent | None:
+    """A FailedScheduling Event about a pod (None for any other Event: not kept)."""
+    if doc.get("reason") != "FailedScheduling":
+        return None
+    _, name, namespace = _meta(doc, namespaced=True)
+    about = doc.get("involvedObject") or doc.get("regarding")  # core/v1, events.k8s.io/v1
+    if not isinstance(about, dict) or about.get("kind") != "Pod":
+        return None
+    pod = about.get("name")
+    if not isinstance(pod, str):
+        raise FieldError("involvedObject.name", "expected the pod's name")
+    text = doc.get("message") if "message" in doc else doc.get("note")
+    when = None
+    for key in ("lastTimestamp", "eventTime"):
+        value = doc.get(key)
+        if isinstance(value, str) and when is None:
+            try:
+                when = parse_rfc3339(value)
+            except ValueError:
+                raise FieldError(key, f"expected an RFC 3339 time, got {shown(value)}") from None
+    involved = about.get("namespace")
+    ns = involved if isinstance(involved, str) and involved else namespace
+    message = printable(text) if isinstance(text, str) else ""
+    return SchedulingEvent(intern(ns), name, pod, message, when)
+
+
+def _volume(doc: Mapping[str, Any], intern: _Interner) -> Volume:
+    _, name, _ = _meta(doc, namespaced=False)
+    spec = _map(doc, "", "spec")
+    affinity = _map(spec, "spec", "nodeAffinity")
+    terms = _node_selector_terms(affinity.get("required"), "spec.nodeAffinity.required", intern)
+    return Volume(name, terms)
 
 
 def _budget(doc: Mapping[str, Any], intern: _Interner) -> DisruptionBudget:
@@ -1064,5 +1187,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], _Interner], Any]] = {
     "Service": _service,
     "Namespace": _namespace,
     "HorizontalPodAutoscaler": _autoscaler,
+    "PersistentVolumeClaim": _claim,
+    "PersistentVolume": _volume,
+    "Event": _scheduling_event,
     **dict.fromkeys(WORKLOAD_KINDS, _workload),
 }

@@ -123,6 +123,19 @@ class RemediationSettings:
     surge: SurgeSettings = field(default_factory=SurgeSettings)
 
 
+class OutageCounting(StrEnum):
+    SCHEDULER = "Scheduler"  # as kube-scheduler counts today
+    KEP5980 = "KEP5980"  # an outage domain counts toward minDomains, not toward skew
+
+
+@dataclass(frozen=True, slots=True)
+class OutageSettings:
+    grace_period: float = 300.0
+    counting: OutageCounting = OutageCounting.SCHEDULER
+    recovery_share: int = 25  # percent of a workload's pods per recovery step
+    recovery_interval: float = 300.0  # between two recovery steps of one workload
+
+
 @dataclass(frozen=True, slots=True)
 class RebalancePolicy:
     name: str = "default"
@@ -134,6 +147,7 @@ class RebalancePolicy:
     eviction: EvictionSettings = field(default_factory=EvictionSettings)
     report_max_items: int = 20
     remediation: RemediationSettings = field(default_factory=RemediationSettings)
+    outages: OutageSettings = field(default_factory=OutageSettings)
 
 
 DEFAULT_POLICY = RebalancePolicy()
@@ -272,6 +286,28 @@ def _parse(doc: Mapping[str, Any], name: str, meta: Mapping[str, Any]) -> Rebala
         remediation=_remediation(_section(spec, "remediation", path), f"{path}.remediation"),
         report_max_items=_ranged(
             _section(spec, "report", path), "maxItems", f"{path}.report", 20, 500
+        ),
+        outages=_outages(_section(spec, "outages", path), f"{path}.outages"),
+    )
+
+
+def _outages(raw: Mapping[str, Any], path: str) -> OutageSettings:
+    grace = raw.get("gracePeriod")
+    counting = raw.get("counting", OutageCounting.SCHEDULER.value)
+    try:
+        how = OutageCounting(counting)
+    except ValueError:
+        raise PolicyError(
+            f"{path}.counting", f"must be Scheduler or KEP5980, got {shown(counting)}"
+        ) from None
+    recovery = _section(raw, "recovery", path)
+    interval = recovery.get("interval")
+    return OutageSettings(
+        grace_period=300.0 if grace is None else parse_duration(grace, f"{path}.gracePeriod"),
+        counting=how,
+        recovery_share=_ranged(recovery, "maxShare", f"{path}.recovery", 25, 100),
+        recovery_interval=(
+            300.0 if interval is None else parse_duration(interval, f"{path}.recovery.interval")
         ),
     )
 

@@ -243,6 +243,47 @@ SCHEMA: dict[str, Any] = {
                     "enum": ["DryRun", "Enforce"],
                     "type": "string",
                 },
+                "outages": {
+                    "default": {},
+                    "description": "Domain outages: a domain (one value of a topology key) whose nodes are all NotReady or tainted node.kubernetes.io/unreachable or not-ready for longer than gracePeriod is reported as an outage, and no eviction is made on its account (workloads spread over it are held). counting: Scheduler judges the spread as kube-scheduler does today (the domain counts while it has nodes); KEP5980 follows KEP-5980 (the domain counts toward minDomains, not toward skew), so the survivors are judged among themselves.",
+                    "properties": {
+                        "counting": {
+                            "default": "Scheduler",
+                            "description": "How a domain in an outage counts: Scheduler, as kube-scheduler counts it today (toward skew and minDomains while it has nodes); KEP5980, toward minDomains only, so the surviving domains are judged among themselves.",
+                            "enum": ["Scheduler", "KEP5980"],
+                            "type": "string",
+                        },
+                        "gracePeriod": {
+                            "default": "5m",
+                            "description": "How long every node of a domain must be down (a Go duration).",
+                            "maxLength": 32,
+                            "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
+                            "type": "string",
+                        },
+                        "recovery": {
+                            "default": {},
+                            "description": "When an outage ends and the domain is back, workloads with a violated group over it are moved back in steps: at most maxShare percent of a workload's pods (at least one) per step, one step per interval.",
+                            "properties": {
+                                "interval": {
+                                    "default": "5m",
+                                    "description": "The time between two steps of a recovery (a Go duration).",
+                                    "maxLength": 32,
+                                    "pattern": "^([0-9]+(\\.[0-9]+)?(h|ms|m|s))+$",
+                                    "type": "string",
+                                },
+                                "maxShare": {
+                                    "default": 25,
+                                    "description": "The most of a workload's pods moved back per step, in percent (at least one pod).",
+                                    "maximum": 100,
+                                    "minimum": 1,
+                                    "type": "integer",
+                                },
+                            },
+                            "type": "object",
+                        },
+                    },
+                    "type": "object",
+                },
                 "remediation": {
                     "default": {},
                     "description": "Which remedies respread may use. The default is eviction alone. Every remedy is reported in DryRun and acted on only in Enforce.",
@@ -493,18 +534,110 @@ SCHEMA: dict[str, Any] = {
                     },
                     "type": "object",
                 },
+                "domainPhases": {
+                    "description": "Domains in an outage, recovering from one (workloads moved back in steps, spec.outages.recovery), or back to Normal (said once).",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "phase": {"enum": ["Outage", "Recovering", "Normal"], "type": "string"},
+                            "since": {"format": "date-time", "nullable": True, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workloads": {"type": "integer"},
+                            "workloadsAtStart": {"type": "integer"},
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "evictedTotal": {
                     "description": "Evictions performed since the policy was created (each scan adds its own; summary.evicted holds the last scan's).",
                     "minimum": 0,
                     "type": "integer",
                 },
                 "lastScanTime": {"format": "date-time", "type": "string"},
+                "lostDomains": {
+                    "description": "Domains a workload held (eligible domains of its constraints, hostname excepted) whose last node went, not in an outage: since when, and whether its minDomains is now unmet.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "eligibleDomains": {"type": "integer"},
+                            "minDomains": {"type": "integer"},
+                            "minDomainsUnmet": {"type": "boolean"},
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "since": {"format": "date-time", "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "nextEvictionTime": {
                     "description": "When the first eviction left for later by the cooldown or a back-off is due; absent when none waits for one.",
                     "format": "date-time",
                     "type": "string",
                 },
                 "observedGeneration": {"format": "int64", "type": "integer"},
+                "outages": {
+                    "description": "Domains whose nodes are all NotReady or unreachable past spec.outages.gracePeriod: no eviction is made on their account.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "nodeCount": {"type": "integer"},
+                            "nodes": {
+                                "description": "The first 20 of its nodes (nodeCount says how many).",
+                                "items": {"maxLength": 253, "type": "string"},
+                                "maxItems": 20,
+                                "type": "array",
+                            },
+                            "since": {"format": "date-time", "nullable": True, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
+                "pending": {
+                    "description": "Unbound pods that topology spread holds Pending: the binding constraint, the domains it admits the pod into, why none takes it (Full, Cordoned, Tainted, NodeAffinity, PinnedByVolume, OtherConstraint, Gone), and what would unblock it.",
+                    "items": {
+                        "properties": {
+                            "domains": {
+                                "items": {"maxLength": 63, "type": "string"},
+                                "maxItems": 10,
+                                "type": "array",
+                            },
+                            "message": {"maxLength": 1024, "type": "string"},
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "pod": {"maxLength": 253, "type": "string"},
+                            "reason": {
+                                "enum": [
+                                    "Full",
+                                    "Cordoned",
+                                    "Tainted",
+                                    "NodeAffinity",
+                                    "PinnedByVolume",
+                                    "OtherConstraint",
+                                    "Gone",
+                                ],
+                                "type": "string",
+                            },
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "unblock": {"maxLength": 1024, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
+                "pendingTotal": {
+                    "description": "The number of pods spread holds Pending (status.pending may hold fewer).",
+                    "minimum": 0,
+                    "type": "integer",
+                },
                 "plan": {
                     "description": "The evictions of the last scan, in order, then those left for later.",
                     "items": {
@@ -547,6 +680,25 @@ SCHEMA: dict[str, Any] = {
                     "minimum": 0,
                     "type": "integer",
                 },
+                "returnedDomains": {
+                    "description": "Lost domains that came back with this scan.",
+                    "items": {
+                        "properties": {
+                            "domain": {"maxLength": 63, "type": "string"},
+                            "lostSince": {
+                                "format": "date-time",
+                                "nullable": True,
+                                "type": "string",
+                            },
+                            "namespace": {"maxLength": 63, "type": "string"},
+                            "topologyKey": {"maxLength": 317, "type": "string"},
+                            "workload": _WORKLOAD,
+                        },
+                        "type": "object",
+                    },
+                    "maxItems": 500,
+                    "type": "array",
+                },
                 "summary": {
                     "properties": {
                         "blocked": {"minimum": 0, "type": "integer"},
@@ -557,6 +709,11 @@ SCHEMA: dict[str, Any] = {
                         "nodes": {"minimum": 0, "type": "integer"},
                         "partlyFixable": {
                             "description": "Violations eviction reduces but cannot fix; not counted in unfixable.",
+                            "minimum": 0,
+                            "type": "integer",
+                        },
+                        "pendingPods": {
+                            "description": "Pods held Pending by a spread constraint (no node passes the scheduler's spread filter).",
                             "minimum": 0,
                             "type": "integer",
                         },

@@ -24,6 +24,8 @@ LISTS = (
     ("DaemonSet", "/apis/apps/v1/daemonsets"),
     ("Job", "/apis/batch/v1/jobs"),
     ("HorizontalPodAutoscaler", "/apis/autoscaling/v2/horizontalpodautoscalers"),
+    ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims"),
+    ("PersistentVolume", "/api/v1/persistentvolumes"),
 )
 PAGE = 500
 # Names only: the server answers a list with PartialObjectMetadataList (no specs, no statuses).

@@ -11,7 +11,11 @@ from collections.abc import Mapping
 
 from respread.analysis.causes import Attribution, CauseKey, Facts, PreviousScan, attribute
 from respread.analysis.coverage import Coverage, coverage_of
-from respread.analysis.groups import Analysis, Group
+from respread.analysis.domain_memory import NO_VIEW, DomainView
+from respread.analysis.groups import Analysis, Group, violating_nodes
+from respread.analysis.outage_holds import outage_note, touching
+from respread.analysis.pending import PendingPod
+from respread.analysis.pinned import pinned_members
 from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
@@ -46,6 +50,7 @@ from respread.report.model import (
     Violation,
 )
 from respread.report.text import where
+from respread.scheduling.outages import Outage
 
 DOMAINS_SHOWN = 50  # a violation lists at most this many domains (the fullest and the emptiest)
 
@@ -67,12 +72,17 @@ def violation_entry(
     *,
     carried: Mapping[CauseKey, Attribution] | None = None,
     coverage: Coverage | None = None,
+    outages: tuple[Outage, ...] = (),
 ) -> Violation:
     g = outcome.group
     c = g.constraint
     domains, truncated = _domains(g)
     why = attribute(g, facts, previous, carried)
     verdicts = remedies(outcome, policy, surge)
+    pinned, message = _pinned(outcome, facts.analysis)
+    down = touching(g, outages)
+    if down:
+        message = f"{message}; {outage_note(down)}: no eviction on its account"
     return Violation(
         workload=g.workload,
         topology_key=c.key,
@@ -92,7 +102,7 @@ def violation_entry(
         violating_pods_after_run=outcome.violating_after_run,
         cause=why.cause,
         cause_message=why.message,
-        message=outcome.message,
+        message=message,
         domains_truncated=truncated,
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
@@ -100,6 +110,25 @@ def violation_entry(
         match_labels=c.match_labels,
         incomplete=coverage is not None and coverage.touches(g),
         waiting_for=outcome.waiting_for,
+        pods_pinned_by_volume=pinned,
+    )
+
+
+def _pinned(outcome: Outcome, analysis: Analysis) -> tuple[int, str]:
+    """The group's pods pinned by volume to their domain, and the outcome's message, which
+    says so when the fix needs misplaced ones among them to move."""
+    g = outcome.group
+    if not any(p.volume_pins for pods in g.members.by_node.values() for p in pods):
+        return 0, outcome.message
+    index = analysis.index
+    bad = violating_nodes(index, g.members, index.tables(g.members.profile), g.index)
+    pinned, misplaced = pinned_members(index, g, frozenset(bad))
+    if outcome.fixable or not misplaced:
+        return pinned, outcome.message
+    return pinned, (
+        f"{outcome.message}; {misplaced} misplaced pod(s) pinned by volume to their "
+        f"{g.constraint.key} domain: the fix needs them to move, which their "
+        "PersistentVolumes' node affinity forbids"
     )
 
 
@@ -287,7 +316,7 @@ def coverage_section(coverage: Coverage) -> CoverageSection:
     )
 
 
-def _summary(analysis: Analysis, plan: Plan) -> Summary:
+def _summary(analysis: Analysis, plan: Plan, pending: tuple[PendingPod, ...]) -> Summary:
     state = analysis.index.state
     verdicts = Counter(o.verdict for o in plan.outcomes)
     return Summary(
@@ -302,6 +331,7 @@ def _summary(analysis: Analysis, plan: Plan) -> Summary:
         skipped=len(plan.skipped),
         waiting=verdicts[Verdict.WAITING],
         partly_fixable=verdicts[Verdict.PARTLY_FIXABLE],
+        pending=len(pending),
     )
 
 
@@ -315,21 +345,35 @@ def build_report(
     surge: SurgeReport | None = None,
     carried: Mapping[CauseKey, Attribution] | None = None,
     coverage: Coverage | None = None,
+    pending: tuple[PendingPod, ...] = (),
+    outages: tuple[Outage, ...] = (),
+    domains: DomainView = NO_VIEW,
 ) -> Report:
     """The full report (unbounded lists: the CLI's output; status.py bounds them).
 
     ``costs`` is the deletion-cost plan, when the policy enables that remedy; ``previous`` and
     ``carried``, the previous scan's view and the causes it gave (analysis/causes.py);
-    ``coverage``, what the scan could not see and what the policy selects.
+    ``coverage``, what the scan could not see and what the policy selects; ``pending``, the
+    pods spread holds Pending (analysis/pending.py); ``outages`` and ``domains``, the domains
+    down, lost, returned and recovering (scheduling/outages.py, analysis/domain_memory.py).
     """
     facts = Facts(analysis)
     coverage = coverage if coverage is not None else coverage_of(analysis, policy)
     return Report(
         policy=PolicyRef(policy.name, policy.mode),
-        summary=_summary(analysis, plan),
+        summary=_summary(analysis, plan, pending),
         planner=Planner(PlannerMethod(plan.method), plan.method_note),
         violations=tuple(
-            violation_entry(o, facts, policy, previous, surge, carried=carried, coverage=coverage)
+            violation_entry(
+                o,
+                facts,
+                policy,
+                previous,
+                surge,
+                carried=carried,
+                coverage=coverage,
+                outages=outages,
+            )
             for o in worst_first(plan.outcomes)
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
@@ -343,4 +387,7 @@ def build_report(
         deletion_cost=deletion_cost_section(costs),
         surge=surge_section(surge, policy),
         coverage=coverage_section(coverage),
+        pending=pending,
+        outages=outages,
+        domains=domains,
     )

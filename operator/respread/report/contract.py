@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from respread.analysis.domain_memory import DomainView, LostDomain, PhaseEntry, ReturnedDomain
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod, Unblock
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
@@ -36,6 +38,7 @@ from respread.report.model import (
     Skipped,
     Status,
     StatusCondition,
+    StatusPending,
     StatusSummary,
     StatusViolation,
     Summary,
@@ -46,8 +49,10 @@ from respread.report.model import (
     Violation,
 )
 from respread.report.move import MoveAnswer
+from respread.scheduling.outages import Outage
 
 Json = dict[str, Any]
+OUTAGE_NODES_LISTED = 20  # an outage lists its first nodes (a zone may have thousands)
 
 
 def _workload(w: WorkloadRef) -> Json:
@@ -80,6 +85,7 @@ def _summary(s: Summary) -> Json:
         "skipped": s.skipped,
         "waiting": s.waiting,
         "partlyFixable": s.partly_fixable,
+        "pendingPods": s.pending,
     }
 
 
@@ -129,6 +135,7 @@ def violation_json(v: Violation) -> Json:
         fromDefaultConstraints=v.from_default_constraints,
         incomplete=v.incomplete,
         waitingFor=v.waiting_for,
+        podsPinnedByVolume=v.pods_pinned_by_volume,
     )
     entry["remedies"] = [_remedy(r) for r in v.remedies]
     entry["remedy"] = v.remedy.value if v.remedy is not None else None
@@ -278,6 +285,103 @@ def coverage_json(c: CoverageSection) -> Json:
     )
 
 
+def _unblock(u: Unblock) -> Json:
+    out: Json = {"kind": u.kind.value, "message": u.message}
+    if u.domain:
+        out["domain"] = u.domain
+    if u.evict is not None:
+        out["evict"] = {"namespace": u.evict.namespace, "pod": u.evict.name, "node": u.node}
+        out["predictedNode"] = u.predicted_node
+    return out
+
+
+def pending_json(p: PendingPod) -> Json:
+    """One pod spread holds Pending (`pending[]`)."""
+    return {
+        "namespace": p.pod.namespace,
+        "pod": p.pod.name,
+        "workload": _workload(p.workload),
+        "topologyKey": p.topology_key,
+        "maxSkew": p.max_skew,
+        "minDomains": p.min_domains,
+        "globalMinimum": p.global_min,
+        "domains": dict(p.counts),
+        "nodesRefusedBySpread": p.nodes_refused_by_spread,
+        "reason": p.obstacle.value,
+        "admittedDomains": [
+            {
+                "name": a.domain,
+                "pods": a.pods,
+                "reason": a.obstacle.value,
+                "nodes": [
+                    {"name": n.node, "reason": n.obstacle.value, "detail": n.detail}
+                    for n in a.nodes
+                ],
+            }
+            for a in p.admitted
+        ],
+        "admittedDomainsTotal": p.admitted_total,
+        "message": p.message,
+        "unblock": [_unblock(u) for u in p.unblock],
+        "evidence": p.evidence,
+    }
+
+
+def outage_json(o: Outage) -> Json:
+    """A domain whose nodes are all down past the grace period (`outages[]`)."""
+    return {
+        "topologyKey": o.key,
+        "domain": o.domain,
+        "nodes": list(o.nodes[:OUTAGE_NODES_LISTED]),
+        "nodeCount": len(o.nodes),
+        "since": format_rfc3339(o.since) if o.since is not None else None,
+    }
+
+
+def _time(t: float | None) -> str | None:
+    return format_rfc3339(t) if t is not None else None
+
+
+def lost_json(d: LostDomain) -> Json:
+    """A domain a workload lost (`lostDomains[]`): its last node went, not in an outage."""
+    return _ref(d.workload) | {
+        "topologyKey": d.topology_key,
+        "domain": d.domain,
+        "since": _time(d.since),
+        "minDomains": d.min_domains,
+        "eligibleDomains": d.eligible,
+        "minDomainsUnmet": d.min_domains_unmet,
+    }
+
+
+def returned_json(d: ReturnedDomain) -> Json:
+    return _ref(d.workload) | {
+        "topologyKey": d.topology_key,
+        "domain": d.domain,
+        "lostSince": _time(d.lost_since),
+    }
+
+
+def phase_json(p: PhaseEntry) -> Json:
+    """An outage domain's phase (`domainPhases[]`): Outage, Recovering, then Normal once."""
+    return {
+        "topologyKey": p.topology_key,
+        "domain": p.domain,
+        "phase": p.phase.value,
+        "since": _time(p.since),
+        "workloads": p.workloads,
+        "workloadsAtStart": p.workloads_at_start,
+    }
+
+
+def domains_json(view: DomainView) -> Json:
+    return {
+        "lostDomains": [lost_json(d) for d in view.lost],
+        "returnedDomains": [returned_json(d) for d in view.returned],
+        "domainPhases": [phase_json(p) for p in view.phases],
+    }
+
+
 def report_json(report: Report) -> Json:
     """The RebalanceReport (`respread plan -o json|yaml`)."""
     p = report.predicted
@@ -299,6 +403,9 @@ def report_json(report: Report) -> Json:
         "deletionCost": deletion_cost_json(report.deletion_cost),
         "surge": surge_json(report.surge),
         "coverage": coverage_json(report.coverage),
+        "pending": [pending_json(p) for p in report.pending],
+        "outages": [outage_json(o) for o in report.outages],
+        **domains_json(report.domains),
     }
 
 
@@ -347,6 +454,18 @@ def _status_summary(s: StatusSummary) -> Json:
         "failed": s.failed,
         "waiting": s.waiting,
         "partlyFixable": s.partly_fixable,
+        "pendingPods": s.pending,
+    }
+
+
+def _status_pending(p: StatusPending) -> Json:
+    return _ref(p.workload) | {
+        "pod": p.pod,
+        "topologyKey": p.topology_key,
+        "domains": list(p.domains),
+        "reason": p.reason,
+        "message": p.message,
+        "unblock": p.unblock,
     }
 
 
@@ -470,6 +589,10 @@ def status_json(status: Status) -> Json:
         out["surges"] = [_surge_digest(x) for x in status.surges]
     if status.deletion_cost is not None:
         out["deletionCost"] = deletion_cost_status_json(status.deletion_cost)
+    out["outages"] = [outage_json(o) for o in status.outages]
+    out.update(domains_json(status.domains))
+    out["pending"] = [_status_pending(x) for x in status.pending]
+    out["pendingTotal"] = status.pending_total
     return out
 
 

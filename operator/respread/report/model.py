@@ -13,7 +13,9 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from respread.analysis.causes import Cause
+from respread.analysis.domain_memory import NO_VIEW, DomainView
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
@@ -22,6 +24,7 @@ from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
 from respread.scheduling.controller import Tier
+from respread.scheduling.outages import Outage
 
 # namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added
 # (match_text; "" without): a rollout's ReplicaSets keyed on pod-template-hash are two groups
@@ -82,6 +85,7 @@ class Summary:
     skipped: int
     waiting: int = 0  # verdict Waiting
     partly_fixable: int = 0  # verdict PartlyFixable
+    pending: int = 0  # unbound pods that topology spread holds Pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,7 @@ class Violation:
     incomplete: bool = False  # counted without pods on nodes the state lacks
     waiting_for: str = ""  # verdict Waiting: the holds whose lifting lets eviction fix it
     match_labels: MatchLabels = ()
+    pods_pinned_by_volume: int = 0  # kept in their domain by a PersistentVolume's affinity
 
     @property
     def fixable(self) -> bool:
@@ -318,6 +323,9 @@ class Report:
     deletion_cost: DeletionCostSection
     surge: SurgeSection
     coverage: CoverageSection = CoverageSection()
+    pending: tuple[PendingPod, ...] = ()  # pods held Pending by spread, in name order
+    outages: tuple[Outage, ...] = ()  # domains whose nodes are all down past the grace period
+    domains: DomainView = NO_VIEW  # lost and returned domains, outage and recovery phases
 
 
 # ---- the RebalancePolicy status ---------------------------------------------------------------
@@ -395,6 +403,7 @@ class StatusSummary:
     failed: int
     waiting: int = 0
     partly_fixable: int = 0
+    pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +442,20 @@ class StatusViolation:
     @property
     def fixable(self) -> bool:
         return self.verdict is Verdict.FIXABLE
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPending:
+    """A pod spread holds Pending, as the status lists it."""
+
+    namespace: str
+    pod: str
+    workload: WorkloadRef
+    topology_key: str
+    domains: tuple[str, ...]  # the domains the binding constraint admits it into
+    reason: str  # an analysis.pending.Obstacle
+    message: str
+    unblock: str  # the first way out
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,6 +556,10 @@ class Status:
     deletion_cost: DeletionCostStatus | None = None
     evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
     next_eviction_time: str | None = None  # the earliest a held-back eviction is due
+    pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems
+    pending_total: int = 0
+    outages: tuple[Outage, ...] = ()  # at most spec.report.maxItems
+    domains: DomainView = NO_VIEW  # its lists at most spec.report.maxItems each
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from respread.analysis.domain_memory import DomainView
 from respread.analysis.groups import WorkloadRef
+from respread.analysis.pending import PendingPod
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
@@ -35,6 +37,7 @@ from respread.report.model import (
     Report,
     Status,
     StatusCondition,
+    StatusPending,
     StatusSummary,
     StatusViolation,
     StepStatus,
@@ -128,6 +131,20 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
         failed=states.count(StepStatus.FAILED),
         waiting=s.waiting,
         partly_fixable=s.partly_fixable,
+        pending=s.pending,
+    )
+
+
+def _pending(p: PendingPod) -> StatusPending:
+    return StatusPending(
+        namespace=p.pod.namespace,
+        pod=p.pod.name,
+        workload=p.workload,
+        topology_key=p.topology_key,
+        domains=tuple(a.domain for a in p.admitted),
+        reason=p.obstacle.value,
+        message=_cap(p.message),
+        unblock=_cap(p.unblock[0].message) if p.unblock else "",
     )
 
 
@@ -288,6 +305,12 @@ def build_status(
         deletion_cost=deletion_cost,
         evicted_total=stored.evicted_total(previous) + summary.evicted,
         next_eviction_time=next_eviction(report, cooldowns or (), policy.eviction.cooldown, now),
+        pending=tuple(_pending(p) for p in report.pending[:limit]),
+        pending_total=len(report.pending),
+        outages=report.outages[:limit],
+        domains=DomainView(
+            report.domains.lost[:limit], report.domains.returned[:limit], report.domains.phases
+        ),
     )
 
 

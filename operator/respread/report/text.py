@@ -25,6 +25,7 @@ from respread.report.model import (
     match_text,
 )
 from respread.report.move import MoveAnswer, Verdict
+from respread.report.pending_text import domains_text, outages_text, pending_text
 from respread.scheduling.controller import Tier
 
 ORDER_ROWS_SHOWN = 30  # pods of one ReplicaSet listed in the text (JSON lists them all)
@@ -52,8 +53,9 @@ def render_text(report: Report) -> str:
         f"(policy {report.policy.name}, mode {report.policy.mode.value}).",
     ]
     out.extend(coverage_text(report.coverage))
+    out.extend(outages_text(report.outages))
     if not report.violations:
-        out.extend(_all_clear(report.coverage))
+        out.extend(_all_clear(report.coverage, pending=bool(report.pending)))
     else:
         out.append(verdicts_text(s) + ".")
         for v in report.violations:
@@ -61,6 +63,11 @@ def render_text(report: Report) -> str:
             out.extend(_violation_text(v))
         out.append("")
         out.extend(_plan_text(report))
+    out.extend(pending_text(report.pending))
+    if not report.violations and report.evictions:  # evictions that unblock pending pods
+        out.append("")
+        out.extend(_plan_text(report))
+    out.extend(domains_text(report.domains))
     out.extend(deletion_cost_text(report.deletion_cost))
     out.extend(_surge_text(report.surge, report.policy.mode))
     return "\n".join(out) + "\n"
@@ -104,10 +111,13 @@ def coverage_text(c: CoverageSection) -> list[str]:
     return out
 
 
-def _all_clear(c: CoverageSection) -> list[str]:
-    """No violation found: said only as far as the scan can vouch for it."""
+def _all_clear(c: CoverageSection, *, pending: bool) -> list[str]:
+    """No violation found: said only as far as the scan can vouch for it (and not as an
+    all-clear when spread holds pods Pending)."""
     if c.nothing_selected:
         return []  # coverage_text said it: nothing was checked
+    if c.complete and pending:
+        return ["No misplaced pods; pods are held Pending by topology spread (below)."]
     if c.complete:
         return ["No topology spread violations."]
     return [
@@ -145,6 +155,8 @@ def _violation_text(v: Violation) -> list[str]:
     misplaced = f"{v.violating_pods} of {v.pods} pods misplaced"
     if v.pods_on_nodes_without_key:
         misplaced += f", {v.pods_on_nodes_without_key} on nodes without the key"
+    if v.pods_pinned_by_volume:
+        misplaced += f", {v.pods_pinned_by_volume} pinned by volume"
     if v.pods_outside_domains:
         misplaced += (
             f", {v.pods_outside_domains} on nodes its inclusion policies leave out of the counts"

@@ -41,6 +41,7 @@ from respread.core.model import (
     Workload,
 )
 from respread.inputs.objects import FieldError, ObjectParser, Record
+from respread.inputs.volumes import pin_pods
 from respread.kube.client import KubeError
 from respread.kube.reader import list_keys
 
@@ -92,6 +93,8 @@ WATCHED = (
     Watched("apps", "v1", "daemonsets", "DaemonSet"),
     Watched("batch", "v1", "jobs", "Job"),
     Watched("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    Watched("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    Watched("", "v1", "persistentvolumes", "PersistentVolume"),
 )
 
 
@@ -316,13 +319,17 @@ class ClusterCache:
             for w in r[kind].values()
             if isinstance(w, Workload)
         )
-        return ClusterState(
-            nodes=values("Node"),
-            pods=values("Pod"),
-            budgets=values("PodDisruptionBudget"),
-            workloads=workloads,
-            services=values("Service"),
-            namespaces=values("Namespace"),
-            taken_at=time.time(),
-            autoscalers=values("HorizontalPodAutoscaler"),
+        return pin_pods(
+            ClusterState(
+                nodes=values("Node"),
+                pods=values("Pod"),
+                budgets=values("PodDisruptionBudget"),
+                workloads=workloads,
+                services=values("Service"),
+                namespaces=values("Namespace"),
+                taken_at=time.time(),
+                autoscalers=values("HorizontalPodAutoscaler"),
+                claims=values("PersistentVolumeClaim"),
+                volumes=values("PersistentVolume"),
+            )
         )

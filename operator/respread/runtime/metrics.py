@@ -25,6 +25,12 @@ MISPLACED = Gauge(
     ["policy", "namespace", "workload", "topology_key"],
     registry=REGISTRY,
 )
+OUTAGES = Gauge(
+    "respread_domain_outages",
+    "Domains whose nodes are all NotReady or unreachable past the grace period (1 each)",
+    ["policy", "topology_key", "domain"],
+    registry=REGISTRY,
+)
 PLANNED = Gauge(
     "respread_planned_evictions",
     "Evictions planned by the last scan",
@@ -88,6 +94,7 @@ PER_POLICY = (
     VIOLATIONS,
     SKEW,
     MISPLACED,
+    OUTAGES,
     PLANNED,
     EVICTIONS,
     COST_PATCHES,
@@ -106,8 +113,9 @@ def _remove(metrics: tuple[Any, ...], policy: str) -> None:
 
 
 def forget(policy: str) -> None:
-    """The policy's findings (skew and misplaced pods per group): a scan exports them afresh."""
-    _remove((SKEW, MISPLACED), policy)
+    """The policy's findings (skew and misplaced pods per group, outages): a scan exports them
+    afresh."""
+    _remove((SKEW, MISPLACED, OUTAGES), policy)
 
 
 def forget_policy(policy: str) -> None:

@@ -148,6 +148,8 @@ def _export(policy: RebalancePolicy, report: Report) -> None:
         )
         metrics.SKEW.labels(*labels).set(v.skew)
         metrics.MISPLACED.labels(*labels).set(v.violating_pods)
+    for o in report.outages:
+        metrics.OUTAGES.labels(policy.name, o.key, o.domain).set(1)
     metrics.PLANNED.labels(policy.name, "Planned").set(len(report.evictions))
     metrics.PLANNED.labels(policy.name, "Deferred").set(len(report.deferred))
     metrics.PLANNED.labels(policy.name, "Skipped").set(len(report.skipped))
@@ -350,9 +352,11 @@ def _status(job: Job, result: Scan, acted: Acted, verdict: Verdict) -> Status:
 
 def _events(job: Job, result: Scan, acted: Acted, verdict: Verdict) -> list[Told]:
     """The Events a scan posts about its policy, in order: CacheStale and ScanStalled turning,
-    the violations found and resolved, the costs, the surges, the evictions that failed."""
+    the violations found and resolved, the domains out, lost and back, the costs, the surges,
+    the evictions that failed."""
     out = health_events(verdict, job.memory.previous_status)
     out.extend(change_events(result.changes))
+    out.extend(_domain_events(result.report))
     told = cost_event(acted.counts)
     if told is not None:
         out.append(told)
@@ -368,6 +372,35 @@ def _events(job: Job, result: Scan, acted: Acted, verdict: Verdict) -> list[Told
                 f"{first.reason}",
             )
         )
+    return out
+
+
+def _domain_events(report: Report) -> list[Told]:
+    """DomainOutage for each outage, DomainLost for each domain a workload lost this scan,
+    DomainReturned for each that came back."""
+    out: list[Told] = [
+        (
+            "DomainOutage",
+            True,
+            f"{o}: all {len(o.nodes)} node(s) NotReady or unreachable; no eviction on its account",
+        )
+        for o in report.outages
+    ]
+    domains = report.domains
+    out.extend(
+        (
+            "DomainLost",
+            True,
+            f"{d.workload} lost {d.topology_key}={d.domain}"
+            + (f"; minDomains {d.min_domains} unmet" if d.min_domains_unmet else ""),
+        )
+        for d in domains.lost
+        if d.new
+    )
+    out.extend(
+        ("DomainReturned", False, f"{r.workload}: {r.topology_key}={r.domain} is back")
+        for r in domains.returned
+    )
     return out
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from respread.core.kernel import CountTable, FilterStatus
 from respread.core.model import Pod
-from respread.scheduling.placement import CapacityLedger, static_reasons
+from respread.scheduling.placement import CapacityLedger, static_reasons, volume_reason
 from respread.scheduling.spread import Profile, SpreadIndex, filter_node
 
 
@@ -74,6 +74,9 @@ def explain_pod(index: SpreadIndex, pod: Pod) -> Explanation:
         verdict = filter_node(profile, node_tables, node)
         reasons = [verdict.reason] if not verdict.ok else []
         reasons.extend(static_reasons(pod.spec, node))
+        pinned = volume_reason(pod, node)
+        if pinned:
+            reasons.append(pinned)
         fit = ledger.fit_reason(node.name, pod.spec.requests)
         if fit:
             reasons.append(fit)

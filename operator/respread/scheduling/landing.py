@@ -110,6 +110,10 @@ class LandingPredictor:
             spread_ok &= self.passing(profile, i, tables[i])
         refused: dict[str, int] = {"topology spread": sets.all & ~spread_ok}
         candidates = spread_ok
+        if pod.volume_pins:  # VolumeBinding refuses other nodes, requireFit or not
+            admitted = sets.volumes(pod)
+            refused["pinned by volume"] = spread_ok & ~admitted
+            candidates &= admitted
         if self.require_fit:
             allowed, static_refused = sets.static(pod.spec)
             candidates &= allowed

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from respread.core.model import Node, PodSpec
+from respread.core.model import Node, Pod, PodSpec, VolumePin
+from respread.inputs.volumes import refusing_volume
 from respread.scheduling.placement import static_reasons
 
 
@@ -31,6 +32,7 @@ class NodeSets:
         self.all = (1 << len(nodes)) - 1
         self._domains: dict[str, tuple[int, dict[str, int]]] = {}
         self._static: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
+        self._volumes: dict[tuple[VolumePin, ...], int] = {}
 
     def domains(self, key: str) -> tuple[int, dict[str, int]]:
         """The nodes labelled ``key``, and the nodes of each of its values."""
@@ -63,6 +65,17 @@ class NodeSets:
                     allowed.append(rank)
             hit = (bits(allowed), {why: bits(r) for why, r in refused.items()})
             self._static[key] = hit
+        return hit
+
+    def volumes(self, pod: Pod) -> int:
+        """The nodes every one of the pod's bound volumes admits (all nodes: it has none)."""
+        if not pod.volume_pins:
+            return self.all
+        hit = self._volumes.get(pod.volume_pins)
+        if hit is None:
+            hit = self._volumes[pod.volume_pins] = bits(
+                rank for rank, node in enumerate(self.by_rank) if refusing_volume(pod, node) is None
+            )
         return hit
 
     @staticmethod

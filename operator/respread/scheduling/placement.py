@@ -1,8 +1,10 @@
 """Could a pod land on a node: the filters respread models besides PodTopologySpread.
 
 NodeAffinity (nodeSelector and required node affinity), TaintToleration (NoSchedule and
-NoExecute), NodeUnschedulable, and NodeResourcesFit against what the node's pods request plus
-what the plan has already reserved there. Pod affinity, ports and volumes are not modelled.
+NoExecute), NodeUnschedulable, VolumeBinding's node affinity of bound PersistentVolumes,
+and NodeResourcesFit against what the node's pods request plus
+what the plan has already reserved there. Pod affinity, ports and the rest of volume binding
+are not modelled.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from respread.core.model import UNSCHEDULABLE_TAINT, Node, Pod, PodSpec, Resources
 from respread.core.selectors import affinity_matches, tolerates, untolerated_taint
+from respread.inputs.volumes import refusing_volume
 
 
 def static_reasons(spec: PodSpec, node: Node) -> list[str]:
@@ -25,6 +28,17 @@ def static_reasons(spec: PodSpec, node: Node) -> list[str]:
     if node.unschedulable and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in spec.tolerations):
         reasons.append("node is cordoned (spec.unschedulable)")
     return reasons
+
+
+def volume_reason(pod: Pod, node: Node) -> str | None:
+    """Why the pod's volumes keep it (and its replacement) off the node (None: they do not)."""
+    pin = refusing_volume(pod, node)
+    if pin is None:
+        return None
+    return (
+        f"pinned by volume: PersistentVolume {pin.volume} (claim {pin.claim}) "
+        "does not admit the node"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,8 +288,12 @@ class SpreadIndex:
         default_constraints: tuple[SpreadConstraint, ...] = (),
         empty_selector_matches_all: bool = False,
         include_soft: bool = False,
+        outage_domains: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.state = state
+        # key -> domains in an outage, left out of every space of that key and counted toward
+        # minDomains only (KEP-5980); empty: the scheduler's counting
+        self.outage_domains: Mapping[str, frozenset[str]] = outage_domains or {}
         self.default_constraints = default_constraints
         self.empty_selector_matches_all = empty_selector_matches_all
         self.include_soft = include_soft
@@ -461,7 +465,12 @@ class SpreadIndex:
         space = self._spaces.get(key)
         if space is None:
             space = self._spaces[key] = eligible_domains(
-                self.state.nodes, gate, c.key, affinity, tolerations
+                self.state.nodes,
+                gate,
+                c.key,
+                affinity,
+                tolerations,
+                outage=self.outage_domains.get(c.key, frozenset()),
             )
         self._profile_spaces[(id(profile), index)] = space
         return space
@@ -548,11 +557,18 @@ def eligible_domains(
     key: str,
     affinity: NodeAffinity | None,
     tolerations: tuple[Toleration, ...] | None,
+    *,
+    outage: frozenset[str] = frozenset(),
 ) -> DomainSpace:
     """Section 3: the nodes carrying every gate key that the inclusion policies keep (node
-    affinity and taints when honoured: not None), each with its value of ``key``."""
+    affinity and taints when honoured: not None), each with its value of ``key``.
+
+    ``outage``: domains in an outage that KEP-5980's counting leaves out of the space; they
+    still count toward minDomains (``DomainSpace.absent``).
+    """
     node_domain: dict[str, str] = {}
     domain_nodes: dict[str, list[str]] = defaultdict(list)
+    absent: set[str] = set()
     for node in nodes:
         labels = node.labels
         if any(k not in labels for k in gate):
@@ -562,9 +578,12 @@ def eligible_domains(
         if tolerations is not None and untolerated_taint(tolerations, node.taints) is not None:
             continue
         value = labels[key]
+        if value in outage:
+            absent.add(value)
+            continue
         node_domain[node.name] = value
         domain_nodes[value].append(node.name)
-    return DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()})
+    return DomainSpace(node_domain, {d: tuple(n) for d, n in domain_nodes.items()}, len(absent))
 
 
 def check_constraint(

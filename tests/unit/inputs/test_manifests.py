@@ -129,11 +129,13 @@ def nodes(draw: st.DrawFn) -> Record:
 @st.composite
 def pods(draw: st.DrawFn) -> Record:
     node_name = draw(st.none() | NAMES)
+    spec = draw(specs())
     return make.pod(
         draw(NAMES),
         node_name,
         draw(LABELS),
-        spec=draw(specs()),
+        spec=spec,
+        claims=("data",) if spec.persistent_volume_claims else (),
         namespace=draw(st.sampled_from(["default", "shop"])),
         phase=draw(st.sampled_from(Phase)),
         annotations=draw(st.dictionaries(st.sampled_from(sorted(KEPT_ANNOTATIONS)), VALUES)),

@@ -130,6 +130,7 @@ def every_metric_set() -> Iterator[None]:
     metrics.VIOLATIONS.labels(policy).set(1)
     metrics.SKEW.labels(*labels).set(2)
     metrics.MISPLACED.labels(*labels).set(1)
+    metrics.OUTAGES.labels(policy, "topology.kubernetes.io/zone", "zone-a").set(1)
     metrics.PLANNED.labels(policy, "Planned").set(1)
     metrics.EVICTIONS.labels(policy, "Evicted").inc()
     metrics.SCAN_SECONDS.labels(policy).observe(0.2)
@@ -168,7 +169,9 @@ def test_a_deleted_policy_leaves_no_series_behind(every_metric_set: None) -> Non
     assert labelled == {m._name for m in metrics.PER_POLICY}, labelled
     metrics.forget(policy)
     assert not [
-        n for n in metrics.series_of(policy) if n in ("respread_skew", "respread_misplaced_pods")
+        n
+        for n in metrics.series_of(policy)
+        if n in ("respread_skew", "respread_misplaced_pods", "respread_domain_outages")
     ]
     assert "respread_last_scan_timestamp_seconds" in metrics.series_of(policy)
     metrics.forget_policy(policy)
