@@ -640,6 +640,7 @@ def test_every_status_field_of_the_schema_round_trips(policies: Policies) -> Non
             "namespace": "shop",
             "workload": {"kind": "Deployment", "name": "web"},
             "topologyKey": "topology.kubernetes.io/zone",
+            "matchLabels": {"pod-template-hash": "7c9d5f"},
             "whenUnsatisfiable": "DoNotSchedule",
             "maxSkew": 1, "minDomains": 1, "skew": 3, "globalMinimum": 1,
             "domains": {"count": 3, "max": {"name": "zone-a", "pods": 4},

@@ -46,3 +46,48 @@ def test_the_guard_turns_the_unforeseen_into_a_field_error(monkeypatch: pytest.M
     monkeypatch.setitem(_PARSERS, "Node", broken)
     with pytest.raises(FieldError, match="TypeError"):
         ObjectParser().parse({"kind": "Node", "metadata": {"name": "n"}})
+
+
+def outcome(doc: Any, intern: _Interner) -> Any:
+    """The record a parser makes of ``doc``, or the FieldError's (path, message)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return None
+    parser = _PARSERS.get(doc["kind"])
+    if parser is None:
+        return None
+    try:
+        return parser(doc, intern)
+    except FieldError as err:
+        return ("FieldError", err.path, err.message)
+
+
+@given(mutated(OBJECTS))
+def test_a_snapshot_loads_the_same_records_with_its_parts_remembered(docs: list[Any]) -> None:
+    """The loader remembers specs, labels, owners and times by what they hold (issue 23):
+    every object, read after all the others (their parts remembered), reads as it does alone."""
+    remembering = _Interner(memo=True)
+    for doc in [*docs, *reversed(docs)]:
+        assert outcome(doc, remembering) == outcome(doc, _Interner())
+
+
+def test_remembered_labels_tell_a_number_from_a_boolean_and_a_string() -> None:
+    remembering = _Interner(memo=True)
+    values = [
+        outcome(
+            {"kind": "Node", "metadata": {"name": "n", "labels": {"a": v}}}, remembering
+        ).labels["a"]
+        for v in (1, True, "1", 1.0)
+    ]
+    assert values == ["1", "true", "1", "1.0"]
+
+
+def test_pods_of_one_template_on_different_nodes_share_one_spec() -> None:
+    remembering = _Interner(memo=True)
+
+    def pod(node: str, cpu: str) -> Any:
+        spec = {"nodeName": node, "containers": [{"resources": {"requests": {"cpu": cpu}}}]}
+        return outcome({"kind": "Pod", "metadata": {"name": node}, "spec": spec}, remembering)
+
+    a, b, c = pod("n1", "1"), pod("n2", "1"), pod("n3", "2")
+    assert a.spec is b.spec
+    assert c.spec.requests.cpu == 2000 and a.spec.requests.cpu == 1000

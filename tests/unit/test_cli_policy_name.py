@@ -26,7 +26,7 @@ from respread.runtime.memory import PolicyMemory
 from tests.unit.test_cli import ALL, NOW, ZONE
 
 SERVER = "https://127.0.0.1:6443"
-KEY = ("shop", "ReplicaSet", "web", ZONE)
+KEY = ("shop", "ReplicaSet", "web", ZONE, "")
 CARRIED = "ReplicaSet shop/web went from 6 to 3 pods since the previous scan"
 
 

@@ -63,7 +63,7 @@ def test_an_ongoing_violation_keeps_the_cause_it_was_first_given() -> None:
     # Resolved, the cause is forgotten; a new violation is given its own.
     balanced = scan(BEFORE, DEFAULT_POLICY, NOW + 30, again.memory)
     assert balanced.memory.causes == {}
-    assert balanced.changes.resolved == [("shop", "Deployment", "web", ZONE)]
+    assert balanced.changes.resolved == [("shop", "Deployment", "web", ZONE, "")]
     later = scan(
         state(NODES, web({"a": 3, "b": 2, "c": 1})), DEFAULT_POLICY, NOW + 40, balanced.memory
     )
@@ -74,7 +74,7 @@ def test_an_ongoing_violation_keeps_the_cause_it_was_first_given() -> None:
 
 def test_an_unknown_cause_is_found_again_when_evidence_appears() -> None:
     first = scan(BEFORE, DEFAULT_POLICY, NOW)
-    key = ("shop", "Deployment", "web", ZONE)
+    key = ("shop", "Deployment", "web", ZONE, "")
     unknown = replace(first.memory, causes={key: Attribution(Cause.UNKNOWN, "no evidence")})
     seen = scan(AFTER, DEFAULT_POLICY, NOW + 10, unknown)
     assert causes(seen.report)[0][0] == "ScaleDown"
@@ -150,6 +150,8 @@ def test_the_memory_of_a_status_is_the_operators() -> None:
     memory = Memory.from_status(status)
     assert memory.holds
     assert memory.causes == {
-        ("shop", "Deployment", "web", ZONE): Attribution(Cause.SCALE_DOWN, "web went from 9 to 5")
+        ("shop", "Deployment", "web", ZONE, ""): Attribution(
+            Cause.SCALE_DOWN, "web went from 9 to 5"
+        )
     }
     assert Memory.from_status(None) == Memory(holds=True)

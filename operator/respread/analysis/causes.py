@@ -19,7 +19,8 @@ The evidence, strongest first (docs/causes.md lists it for users):
 7. RollingUpdate, done: the pods all come from the Deployment's newest ReplicaSet, an older one
    is still listed, and the constraint does not key on pod-template-hash (the new pods were
    placed while the old ones counted).
-8. From the previous scan: a node gone, fewer pods, a node added.
+8. From the previous scan: a node gone, fewer pods (of the workload, over all its groups), a
+   node added.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from functools import cached_property
 from respread.analysis.groups import Analysis, Group, WorkloadRef, workload_of
 from respread.core.model import Node, Pod, Workload
 
-CauseKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
+# namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added to
+# the selector ("k=v,..." or ""): a rollout's ReplicaSets are a group and a violation each
+CauseKey = tuple[str, str, str, str, str]
 
 TEMPLATE_HASH = "pod-template-hash"
 # Taints that say a node is gone or going: the node lifecycle controller's, and the autoscalers'.
@@ -82,8 +85,17 @@ class PreviousScan:
         return cls(
             nodes=frozenset(index.nodes),
             node_domains={n.name: dict(n.labels) for n in index.state.nodes},
-            members={m.workload: m.count for m in analysis.members},
+            members=pods_per_workload(analysis),
         )
+
+
+def pods_per_workload(analysis: Analysis) -> Mapping[WorkloadRef, int]:
+    """Each workload's pods over all its groups (a rollout's ReplicaSets are several, with
+    matchLabelKeys pod-template-hash); every pod is a member of one profile only."""
+    out: Counter[WorkloadRef] = Counter()
+    for m in analysis.members:
+        out[m.workload] += m.count
+    return dict(out)
 
 
 def _named(names: list[str]) -> str:
@@ -128,6 +140,11 @@ class Facts:
         return out
 
     @cached_property
+    def pods(self) -> Mapping[WorkloadRef, int]:
+        """Each workload's pods over all its groups."""
+        return pods_per_workload(self.analysis)
+
+    @cached_property
     def lost(self) -> Mapping[WorkloadRef, tuple[Pod, ...]]:
         """Each workload's live pods bound to a node the state lacks."""
         nodes = self.index.nodes
@@ -169,7 +186,8 @@ def _pods(group: Group) -> list[Pod]:
 
 def cause_key(group: Group) -> CauseKey:
     w = group.workload
-    return (w.namespace, w.kind, w.name, group.constraint.key)
+    match = ",".join(f"{k}={v}" for k, v in group.constraint.match_labels)
+    return (w.namespace, w.kind, w.name, group.constraint.key, match)
 
 
 # ---- evidence in the objects ---------------------------------------------------------------
@@ -376,7 +394,7 @@ def _since_previous(
             Cause.NODE_LOSS, f"node(s) {_named(lost_here)} left since the previous scan"
         )
     before = previous.members.get(group.workload)
-    now = group.members.count
+    now = facts.pods.get(group.workload, group.members.count)
     if before is not None and now < before:
         return Attribution(
             Cause.SCALE_DOWN,

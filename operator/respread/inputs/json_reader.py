@@ -147,20 +147,19 @@ class JsonReader:
         above = 2 if tentative else 1
         previous = sys.getrecursionlimit()
         bound = min(previous, _stack_depth() + self.limits.max_depth + 50)
-        scan, set_limit, after_item = self._scan, sys.setrecursionlimit, _AFTER_ITEM.match
+        # The recursion limit at which the C scanner itself refuses an item nested deeper than
+        # allowed: items read under it need no walk of check_depth's (issue 23: the walk was a
+        # tenth of a large load). Found from this frame, as _read_item scans (one below it).
+        exact = _exact_limit(self._scan, previous, bound, self.limits.max_depth - above)
+        depth = _stack_depth()  # a generator resumed from elsewhere would count otherwise
+        after_item = _AFTER_ITEM.match
         while True:
             before = self.unreadable
-            set_limit(bound)  # see _decode
-            try:
-                value, end = scan(text, pos)
-            except StopIteration:
-                raise json.JSONDecodeError("Expecting value", text, pos) from None
-            except RecursionError:
-                raise InputError(f"nested deeper than {self.limits.max_depth} levels") from None
-            finally:
-                set_limit(previous)
+            here = exact if exact is None or _stack_depth() == depth else None
+            value, end, checked = self._read_item(text, pos, previous, bound, here)
             self.handed_on = True
-            yield from self._item(value, self.unreadable != before, above, text, pos)
+            bad = self.unreadable != before
+            yield from self._item(value, bad, above, (text, pos), checked=checked)
             following = after_item(text, end)
             if following is None:
                 raise json.JSONDecodeError("Expecting ',' delimiter or ']'", text, end)
@@ -168,15 +167,45 @@ class JsonReader:
                 return following.end()
             pos = following.end()
 
-    def _item(self, value: Any, bad: bool, above: int, text: str, pos: int) -> Sequence[Any]:
+    def _read_item(
+        self, text: str, pos: int, previous: int, bound: int, exact: int | None
+    ) -> tuple[Any, int, bool]:
+        """One item by the C scanner: (value, end, whether the scanner bounded its depth). An
+        item deeper than the exact limit is read again under the loose bound, to be left out
+        alone (check_depth names it); one deeper than that ends the reading."""
+        scan = self._scan
+        sys.setrecursionlimit(exact or bound)  # see _decode
+        try:
+            value, end = scan(text, pos)
+            return value, end, exact is not None
+        except StopIteration:
+            raise json.JSONDecodeError("Expecting value", text, pos) from None
+        except RecursionError:
+            if exact is None:
+                raise InputError(f"nested deeper than {self.limits.max_depth} levels") from None
+        finally:
+            sys.setrecursionlimit(previous)
+        sys.setrecursionlimit(bound)
+        try:
+            value, end = scan(text, pos)
+        except RecursionError:
+            raise InputError(f"nested deeper than {self.limits.max_depth} levels") from None
+        finally:
+            sys.setrecursionlimit(previous)
+        return value, end, False
+
+    def _item(
+        self, value: Any, bad: bool, above: int, at: tuple[str, int], *, checked: bool = False
+    ) -> Sequence[Any]:
         """The entries of an item just read: itself, the items of a List it is, or a LeftOut
-        for it alone (nested too deep, a number JSON cannot hold)."""
+        for it alone (nested too deep, a number JSON cannot hold). ``checked``: the scanner
+        refused anything nested deeper than allowed, so the item needs no walk."""
         kind = value.get("kind") if type(value) is dict else None
         listed = type(kind) is str and kind.endswith("List")
-        if not bad and not listed and _shallow(value, self.limits.max_depth - above):
+        if not bad and not listed and (checked or _shallow(value, self.limits.max_depth - above)):
             return (value,)  # the common case, without a walk or a generator
         try:
-            check_depth(value, self.limits.max_depth, above, text, pos)
+            check_depth(value, self.limits.max_depth, above, *at)
         except InputError as err:
             return (LeftOut(value if isinstance(value, dict) else None, "", str(err)),)
         return list(unwrap(value, _SOME_BAD if bad else None))
@@ -232,6 +261,49 @@ class JsonReader:
             yield Settled(False, root)
             return
         yield Settled(False, LeftOut(root, field_path(found[0]), found[1].message))
+
+
+def _nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def _exact_limit(scan: Any, previous: int, bound: int, room: int) -> int | None:
+    """The recursion limit under which ``scan``, called from a frame as deep as this one,
+    reads ``room`` nested levels and refuses one more; None where the scanner does not follow
+    the recursion limit so (then every deep item is walked, as before). Searched through
+    ``_reads``, one frame below this one; checked from this frame."""
+    if room < 1 or bound - 2 <= room:
+        return None
+    sys.setrecursionlimit(bound)
+    try:
+        if _reads(scan, room + 60):
+            return None
+        low, high = 0, room + 60  # reads ``low`` levels; refuses ``high``
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if _reads(scan, middle) else (low, middle)
+        limit = bound - (low + 1 - room)  # from here, one frame fewer above the scan: one more
+        if not 2 <= limit <= bound:
+            return None
+        sys.setrecursionlimit(limit)
+        scan(_nested(room), 0)  # from this frame, as deep as the items' scans
+        try:
+            scan(_nested(room + 1), 0)
+        except RecursionError:
+            return limit
+        return None
+    except RecursionError:
+        return None
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _reads(scan: Any, levels: int) -> bool:
+    try:
+        scan(_nested(levels), 0)
+    except RecursionError:
+        return False
+    return True
 
 
 _WIDE = 64  # keys: an object wider than this is checked by check_depth's walk

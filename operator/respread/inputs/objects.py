@@ -7,7 +7,7 @@ Unknown kinds are ignored. Shared substructures are interned, which is what keep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -137,10 +137,14 @@ class FieldError(ValueError):
 
 
 class _Interner:
-    """Returns one shared instance per distinct value."""
+    """Returns one shared instance per distinct value; with ``memo``, also remembers what parts
+    of objects read as, by what they hold (a snapshot's pods of one template share a spec)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: bool = False) -> None:
         self._seen: dict[object, object] = {}
+        # (what, key) -> the record part; None: not remembered (a long-lived parser, whose
+        # watch events come one at a time, keeps no keys)
+        self.memo: dict[tuple[str, object], Any] | None = {} if memo else None
 
     def __call__(self, value: T) -> T:
         return self._seen.setdefault(value, value)  # type: ignore[return-value]
@@ -167,8 +171,9 @@ class ObjectParser:
     more (labels of deleted pods, old templates) do not accumulate in a long-running process.
     """
 
-    def __init__(self, reset_every: int = 500_000) -> None:
-        self._intern = _Interner()
+    def __init__(self, reset_every: int = 500_000, memo: bool = False) -> None:
+        self._memo = memo
+        self._intern = _Interner(memo)
         self._parsed = 0
         self._reset_every = reset_every
 
@@ -183,7 +188,7 @@ class ObjectParser:
             return None
         self._parsed += 1
         if self._parsed % self._reset_every == 0:
-            self._intern = _Interner()
+            self._intern = _Interner(self._memo)
         try:
             record: Record = parser(doc if "kind" in doc else {**doc, "kind": kind}, self._intern)
         except FieldError:
@@ -231,7 +236,7 @@ class _Collector:
     nothing to hold)."""
 
     def __init__(self) -> None:
-        self.parser = ObjectParser()
+        self.parser = ObjectParser(memo=True)  # one load: its keys go with it
         self.records: dict[type, list[Any]] = {
             kind: []
             for kind in (
@@ -365,6 +370,8 @@ def _get(obj: Mapping[str, Any], path: str, key: str, kind: type[T], default: T)
     value = obj.get(key)
     if value is None:
         return default
+    if value.__class__ is kind and kind is not int:  # the common case: str, dict, list
+        return value
     where = f"{path}.{key}" if path else key
     if kind is int and isinstance(value, bool):
         raise FieldError(where, f"expected an integer, got {shown(value)}")
@@ -411,6 +418,17 @@ def _labels(obj: Mapping[str, Any], path: str, key: str, intern: _Interner) -> L
     raw = _map(obj, path, key)
     if not raw:
         return EMPTY_LABELS
+    memo = intern.memo
+    if memo is None:
+        return _checked_labels(raw, path, key, intern)
+    seen = ("labels", repr(raw))  # repr, not the items: 1, 1.0 and True are equal keys
+    found = memo.get(seen)
+    if found is None:
+        found = memo[seen] = _checked_labels(raw, path, key, intern)
+    return found
+
+
+def _checked_labels(raw: dict[str, Any], path: str, key: str, intern: _Interner) -> Labels:
     for k, v in raw.items():
         if not isinstance(k, str) or not isinstance(v, str | int | float | bool):
             raise FieldError(
@@ -425,10 +443,17 @@ def _label_value(value: object) -> str:
     return str(value)
 
 
-def _time(meta: Mapping[str, Any], key: str) -> float | None:
+def _time(
+    meta: Mapping[str, Any], key: str, memo: dict[tuple[str, object], Any] | None = None
+) -> float | None:
     value = meta.get(key)
     if value is None:
         return None
+    if memo is not None and value.__class__ is str:
+        found = memo.get(("time", value))
+        if found is None:
+            found = memo["time", value] = _time(meta, key)
+        return found
     if not isinstance(value, str):
         raise FieldError(f"metadata.{key}", f"expected an RFC 3339 time, got {shown(value)}")
     try:
@@ -750,6 +775,59 @@ def _pod_requests(spec: Mapping[str, Any]) -> Resources:
 
 
 def _pod_spec(spec: Mapping[str, Any], intern: _Interner) -> PodSpec:
+    """The scheduling part of a pod's spec; remembered by the fields it reads (the pods of one
+    template share it, wherever they run)."""
+    memo = intern.memo
+    if memo is None:
+        return _read_pod_spec(spec, intern)
+    seen = ("spec", repr(tuple(_spec_view(spec))))
+    found = memo.get(seen)
+    if found is None:
+        found = memo[seen] = _read_pod_spec(spec, intern)
+    return found
+
+
+_SPEC_FIELDS = (
+    "topologySpreadConstraints",
+    "affinity",
+    "nodeSelector",
+    "tolerations",
+    "overhead",
+    "priorityClassName",
+)
+
+
+def _spec_view(spec: Mapping[str, Any]) -> Iterator[object]:
+    """Every field of a spec _read_pod_spec reads (with its type: repr tells 1 from "1" and
+    True), and of containers and volumes only what it reads of them."""
+    get = spec.get
+    for name in _SPEC_FIELDS:
+        yield get(name)
+    for name in ("containers", "initContainers"):
+        containers = get(name)
+        if containers.__class__ is list:
+            yield [
+                (c.get("resources"), c.get("restartPolicy")) if c.__class__ is dict else None
+                for c in containers
+            ]
+        else:
+            yield containers
+    volumes = get("volumes")
+    if volumes.__class__ is list:
+        yield [
+            (
+                "emptyDir" in v or "hostPath" in v,
+                "persistentVolumeClaim" in v or "ephemeral" in v,
+            )
+            if v.__class__ is dict
+            else None
+            for v in volumes
+        ]
+    else:
+        yield volumes
+
+
+def _read_pod_spec(spec: Mapping[str, Any], intern: _Interner) -> PodSpec:
     volumes = [v for v in _list(spec, "spec", "volumes") if isinstance(v, dict)]
     return intern(
         PodSpec(
@@ -767,6 +845,17 @@ def _pod_spec(spec: Mapping[str, Any], intern: _Interner) -> PodSpec:
 
 
 def _owner(meta: Mapping[str, Any], intern: _Interner) -> OwnerRef | None:
+    memo = intern.memo
+    raw = meta.get("ownerReferences")
+    if memo is None or raw is None:
+        return _read_owner(meta, intern)
+    seen = ("owner", repr(raw))
+    if seen not in memo:
+        memo[seen] = _read_owner(meta, intern)
+    return memo[seen]  # type: ignore[no-any-return]
+
+
+def _read_owner(meta: Mapping[str, Any], intern: _Interner) -> OwnerRef | None:
     refs = [r for r in _list(meta, "metadata", "ownerReferences") if isinstance(r, dict)]
     chosen = next((r for r in refs if r.get("controller") is True), None)
     if chosen is None and len(refs) == 1 and refs[0].get("controller") is None:
@@ -876,7 +965,7 @@ def _pod(doc: Mapping[str, Any], intern: _Interner) -> Pod:
         ready=_ready(status, default=phase is Phase.RUNNING),
         priority=priority,
         owner=_owner(meta, intern),
-        created=_time(meta, "creationTimestamp"),
+        created=_time(meta, "creationTimestamp", intern.memo),
         annotations=_kept_annotations(meta, intern),
         nominated_node=_str(status, "status", "nominatedNodeName") or None,
         uid=_str(meta, "metadata", "uid") or None,

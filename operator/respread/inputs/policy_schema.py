@@ -789,6 +789,12 @@ SCHEMA: dict[str, Any] = {
                                 "description": "Present and true when the group was counted without pods bound to nodes the scan does not know (condition InputComplete).",
                                 "type": "boolean",
                             },
+                            "matchLabels": {
+                                "additionalProperties": {"maxLength": 63, "type": "string"},
+                                "description": "Only for a constraint with matchLabelKeys: the pairs they added to its selector, which make this group one of several of its workload (a rollout's ReplicaSets, by pod-template-hash).",
+                                "maxProperties": 64,
+                                "type": "object",
+                            },
                             "maxSkew": {"type": "integer"},
                             "message": {"maxLength": 1024, "type": "string"},
                             "minDomains": {"type": "integer"},

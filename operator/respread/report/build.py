@@ -107,6 +107,7 @@ def violation_entry(
         from_default_constraints=c.from_defaults,
         remedies=tuple(verdicts),
         remedy=chosen(verdicts),
+        match_labels=c.match_labels,
         incomplete=coverage is not None and coverage.touches(g),
         waiting_for=outcome.waiting_for,
         pods_pinned_by_volume=pinned,

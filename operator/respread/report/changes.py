@@ -55,7 +55,7 @@ def scope_left(
     namespaces = {n.name: n for n in analysis.index.state.namespaces}
 
     def left(key: ViolationKey) -> bool:
-        if key in watched:
+        if key[:4] in watched:  # any group of the workload on that key (matchLabels aside)
             return False
         return respecified or not namespace_selected(key[0], policy, namespaces)
 
@@ -63,8 +63,8 @@ def scope_left(
 
 
 def _named(key: ViolationKey) -> str:
-    namespace, kind, name, topology_key = key
-    return f"{namespace}/{kind}/{name} {topology_key}"
+    namespace, kind, name, topology_key, match = key
+    return f"{namespace}/{kind}/{name}{f' [{match}]' if match else ''} {topology_key}"
 
 
 def _unknown_nodes(c: CoverageSection) -> str:

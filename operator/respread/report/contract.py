@@ -32,6 +32,7 @@ from respread.report.model import (
     DomainPods,
     DomainsDigest,
     Eviction,
+    MatchLabels,
     PlanStep,
     Report,
     Skipped,
@@ -97,11 +98,18 @@ def _remedy(v: RemedyVerdict) -> Json:
     }
 
 
+def _match_labels(pairs: MatchLabels) -> Json:
+    """`matchLabels`, only for a constraint with matchLabelKeys: the pairs that make this group
+    one of several of its workload (a rollout's ReplicaSets, by pod-template-hash)."""
+    return {"matchLabels": dict(pairs)} if pairs else {}
+
+
 def violation_json(v: Violation) -> Json:
     entry: Json = {
         "namespace": v.workload.namespace,
         "workload": _workload(v.workload),
         "topologyKey": v.topology_key,
+        **_match_labels(v.match_labels),
         "whenUnsatisfiable": v.when.value,
         "maxSkew": v.max_skew,
         "minDomains": v.min_domains,
@@ -477,6 +485,7 @@ def _digest(d: DomainsDigest) -> Json:
 def _status_violation(v: StatusViolation) -> Json:
     entry = _ref(v.workload) | {
         "topologyKey": v.topology_key,
+        **_match_labels(v.match_labels),
         "maxSkew": v.max_skew,
         "minDomains": v.min_domains,
         "skew": v.skew,

@@ -26,7 +26,10 @@ from respread.remedies.surge.operation import Phase
 from respread.scheduling.controller import Tier
 from respread.scheduling.outages import Outage
 
-ViolationKey = tuple[str, str, str, str]  # namespace, workload kind, workload name, topology key
+# namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added
+# (match_text; "" without): a rollout's ReplicaSets keyed on pod-template-hash are two groups
+ViolationKey = tuple[str, str, str, str, str]
+MatchLabels = tuple[tuple[str, str], ...]
 Domains = tuple[tuple[str, str], ...]  # (topology key, value)
 
 TIER_NAMES = {  # the ReplicaSet controller's ranking, as the report names it
@@ -38,8 +41,21 @@ TIER_NAMES = {  # the ReplicaSet controller's ranking, as the report names it
 }
 
 
-def violation_key(workload: WorkloadRef, topology_key: str) -> ViolationKey:
-    return (workload.namespace, workload.kind, workload.name, topology_key)
+def match_text(pairs: MatchLabels) -> str:
+    """The pairs matchLabelKeys added to a group's selector, as a label selector reads them."""
+    return ",".join(f"{k}={v}" for k, v in pairs)
+
+
+def violation_key(
+    workload: WorkloadRef, topology_key: str, match_labels: MatchLabels = ()
+) -> ViolationKey:
+    return (
+        workload.namespace,
+        workload.kind,
+        workload.name,
+        topology_key,
+        match_text(match_labels),
+    )
 
 
 # ---- the report (RebalanceReport) -----------------------------------------------------------
@@ -105,6 +121,7 @@ class Violation:
     remedy: Remedy | None = None
     incomplete: bool = False  # counted without pods on nodes the state lacks
     waiting_for: str = ""  # verdict Waiting: the holds whose lifting lets eviction fix it
+    match_labels: MatchLabels = ()
     pods_pinned_by_volume: int = 0  # kept in their domain by a PersistentVolume's affinity
 
     @property
@@ -113,7 +130,7 @@ class Violation:
 
     @property
     def key(self) -> ViolationKey:
-        return violation_key(self.workload, self.topology_key)
+        return violation_key(self.workload, self.topology_key, self.match_labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,6 +437,7 @@ class StatusViolation:
     message: str
     remedy: Remedy | None = None
     incomplete: bool = False
+    match_labels: MatchLabels = ()
 
     @property
     def fixable(self) -> bool:

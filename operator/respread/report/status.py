@@ -82,6 +82,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
         verdict=v.verdict,
         message=_cap(v.message),
         remedy=v.remedy,
+        match_labels=v.match_labels,
         incomplete=v.incomplete,
     )
 

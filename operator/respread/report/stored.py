@@ -21,6 +21,7 @@ from respread.report.model import (
     StatusCondition,
     ViolationKey,
     WorkloadHistory,
+    match_text,
 )
 
 Stored = Mapping[str, Any]  # a status as the API server returns it
@@ -124,7 +125,13 @@ def violation_key(v: object) -> ViolationKey | None:
         and isinstance(topology_key, str)
     ):
         return None
-    return (namespace, kind, name, topology_key)
+    match = v.get("matchLabels")
+    pairs = tuple(
+        (k, x)
+        for k, x in (match.items() if isinstance(match, Mapping) else ())
+        if isinstance(x, str)
+    )
+    return (namespace, kind, name, topology_key, match_text(pairs))
 
 
 def first_seen(status: Stored | None) -> dict[ViolationKey, str]:

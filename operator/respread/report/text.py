@@ -22,6 +22,7 @@ from respread.report.model import (
     Summary,
     SurgeSection,
     Violation,
+    match_text,
 )
 from respread.report.move import MoveAnswer, Verdict
 from respread.report.pending_text import domains_text, outages_text, pending_text
@@ -161,7 +162,8 @@ def _violation_text(v: Violation) -> list[str]:
             f", {v.pods_outside_domains} on nodes its inclusion policies leave out of the counts"
         )
     out = [
-        f"{v.workload.namespace}/{v.workload.name} ({v.workload.kind})  "
+        f"{v.workload.namespace}/{v.workload.name} ({v.workload.kind}"
+        f"{', ' + match_text(v.match_labels) if v.match_labels else ''})  "
         f"{v.topology_key}  skew {v.skew} {relation} maxSkew {v.max_skew}  "
         f"[{misplaced}, {state}]"
     ]

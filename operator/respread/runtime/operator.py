@@ -3,8 +3,9 @@
 kopf runs the event loop and watches the RebalancePolicies (and serves login, probes and
 start-up/clean-up); one Reflector thread per cluster kind lists and watches it into the
 ClusterCache (runtime/reflector.py says why not through kopf). APScheduler's AsyncIOScheduler,
-on kopf's loop, runs each policy's scans on its schedule (never overlapping, misfires
-coalesced). The first scans start as soon as every kind has been listed once.
+on kopf's loop, ticks each policy on its schedule (misfires coalesced); a tick starts the scan
+as a task of its own, unless the previous one still runs (scans never overlap). The first scans
+start as soon as every kind has been listed once.
 
 With leader election (`respread run --leader-elect`), every replica watches and keeps its cache
 warm, but only the holder of the coordination.k8s.io Lease scans (writes statuses, posts
@@ -116,6 +117,7 @@ class App:
     elector: LeaderElector | None = None
     acting_since: float | None = None  # monotonic; None: standalone (acting since `started`)
     running: set[asyncio.Task[Any]] = field(default_factory=set)
+    scanning: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by policy name
     election_task: asyncio.Task[None] | None = None
     reflectors: Reflectors | None = None
     lifecycles: dict[str, Lifecycle] = field(default_factory=dict)  # deletion, finalizer
@@ -189,6 +191,20 @@ class App:
                 return
             await asyncio.sleep(0.1)
 
+    async def tick(self, name: str) -> None:
+        """The scheduler's job: start this policy's scan as a task of its own and return, so
+        that the scheduler never holds a running instance (a first scan waiting minutes for
+        the listing, or a scan longer than its interval, would make it skip the next run with
+        a warning). A tick that finds the previous scan still running is skipped."""
+        running = self.scanning.get(name)
+        if running is not None and not running.done():
+            if self.cache.listed >= {w.kind for w in WATCHED}:
+                log.info("scan of RebalancePolicy %s still running: this tick is skipped", name)
+            return
+        task = asyncio.get_running_loop().create_task(self.scan(name), name=f"scan {name}")
+        self.scanning[name] = task
+        task.add_done_callback(lambda done: _forget_scan(self.scanning, name, done))
+
     async def scan(self, name: str) -> None:
         if not self.acting():
             return  # a follower keeps its cache warm and writes nothing
@@ -196,37 +212,42 @@ class App:
         if task is not None:
             self.running.add(task)
         try:
-            await self.warm()
-            entry = self.policies.get(name)
-            if entry is None or not self.acting():
-                return
-            policy, uid = entry
-            memory = self.memories.get(name)
-            if memory is None:  # first scan since start or election: what the status says
-                memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
-            guard = self.scans[name] = ScanGuard(
-                self.bounds.scan, self.cache, self.heartbeat, acting=self.acting
-            )
-            if not await run_scan(
-                self.api,
-                self.cache,
-                policy,
-                memory,
-                uid,
-                acting=self.acting,
-                lifecycle=self.lifecycles.get(name, NOT_DELETING),
-                others=self.others(name),
-                safety=Safety(guard, self.freshness, self.ledger),
-            ):
-                self.unschedule(name)
-            elif guard.replan:
-                asyncio.get_running_loop().call_later(REPLAN_AFTER, self.rescan, name)
+            await self._scan(name)
+        except asyncio.CancelledError:  # shutdown, or this replica stopped leading
+            log.info("scan of RebalancePolicy %s stopped before it ended", name)
         finally:
             self.scans.pop(name, None)
             if task is not None:
                 self.running.discard(task)
             if name not in self.policies:  # deleted while it ran: what it exported goes too
                 metrics.forget_policy(name)
+
+    async def _scan(self, name: str) -> None:
+        await self.warm()
+        entry = self.policies.get(name)
+        if entry is None or not self.acting():
+            return
+        policy, uid = entry
+        memory = self.memories.get(name)
+        if memory is None:  # first scan since start or election: what the status says
+            memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
+        guard = self.scans[name] = ScanGuard(
+            self.bounds.scan, self.cache, self.heartbeat, acting=self.acting
+        )
+        if not await run_scan(
+            self.api,
+            self.cache,
+            policy,
+            memory,
+            uid,
+            acting=self.acting,
+            lifecycle=self.lifecycles.get(name, NOT_DELETING),
+            others=self.others(name),
+            safety=Safety(guard, self.freshness, self.ledger),
+        ):
+            self.unschedule(name)
+        elif guard.replan:
+            asyncio.get_running_loop().call_later(REPLAN_AFTER, self.rescan, name)
 
     def rescan(self, name: str) -> None:
         """Scan the policy again now (its last scan stopped so that a fresh plan may act)."""
@@ -268,7 +289,7 @@ class App:
         if deleting:  # taking its pod-deletion-costs back: passes every RELEASE_INTERVAL
             trigger, grace = IntervalTrigger(seconds=RELEASE_INTERVAL), int(RELEASE_INTERVAL)
         self.scheduler.add_job(
-            self.scan,
+            self.tick,
             trigger,
             args=[policy.name],
             id=policy.name,
@@ -353,6 +374,13 @@ class App:
         if stale:
             return f"scans are stale for: {', '.join(stale)}"
         return None
+
+
+def _forget_scan(
+    scanning: dict[str, asyncio.Task[None]], name: str, done: asyncio.Task[None]
+) -> None:
+    if scanning.get(name) is done:
+        del scanning[name]
 
 
 def _now() -> datetime:

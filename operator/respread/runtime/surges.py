@@ -40,10 +40,11 @@ from respread.remedies.surge.scope import follower_state
 from respread.remedies.surge.victims import Victim
 from respread.runtime import metrics
 from respread.runtime.acting import Acting
-from respread.runtime.cache import ClusterCache
+from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache
 
 log = logging.getLogger(__name__)
 
+LISTED = frozenset(w.kind for w in WATCHED)
 FOLLOW = 5.0  # seconds between rounds while a surge is in flight
 SURGES = asyncio.Lock()  # one round at a time (a scan's and the follower's)
 
@@ -345,6 +346,8 @@ async def _follow(api: client.ApiClient, cache: ClusterCache, name: str, acting:
                     )
         except asyncio.CancelledError:
             raise
+        except CacheBehindError as err:  # the scans report it; the next round tries again
+            log.warning("surges of RebalancePolicy %s not advanced: %s", name, err)
         except Exception:
             log.exception("advancing the surges of RebalancePolicy %s failed", name)
 
@@ -385,10 +388,14 @@ async def _orphan_loop(
 ) -> None:
     while True:
         await asyncio.sleep(ORPHANS_EVERY)
+        if not cache.listed >= LISTED:
+            continue  # the first listing is still under way (minutes at 150,000 pods)
         try:
             await orphan_round(api, cache, known, acting)
         except asyncio.CancelledError:
             raise
+        except CacheBehindError as err:  # a watch relisting or away: the next pass tries again
+            log.warning("the orphaned surges pass is put off: %s", err)
         except Exception:
             log.exception("the orphaned surges pass failed")
 

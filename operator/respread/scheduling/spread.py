@@ -63,6 +63,9 @@ class EffectiveConstraint:
     honor_affinity: bool
     honor_taints: bool
     from_defaults: bool = False
+    # the (key, value) pairs matchLabelKeys added to the selector, from the pod's labels: a
+    # Deployment's ReplicaSets each make a group of their own with pod-template-hash
+    match_labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def hard(self) -> bool:
@@ -81,15 +84,14 @@ def effective_constraints(
     for c in constraints:
         if c.when is not when:
             continue
+        pairs: tuple[tuple[str, str], ...] = ()
         if from_defaults:
             selector = default_selector  # the derived selector replaces everything (section 8)
         else:
             selector = c.selector
             if selector is not None and c.match_label_keys:
-                extra = tuple(
-                    Requirement(k, Op.IN, (labels[k],)) for k in c.match_label_keys if k in labels
-                )
-                selector = selector.with_terms(extra)
+                pairs = tuple((k, labels[k]) for k in c.match_label_keys if k in labels)
+                selector = selector.with_terms(tuple(Requirement(k, Op.IN, (v,)) for k, v in pairs))
         out.append(
             EffectiveConstraint(
                 key=c.topology_key,
@@ -100,6 +102,7 @@ def effective_constraints(
                 honor_affinity=c.node_affinity_policy is not Policy.IGNORE,
                 honor_taints=c.node_taints_policy is Policy.HONOR,
                 from_defaults=from_defaults,
+                match_labels=pairs,
             )
         )
     return tuple(out)

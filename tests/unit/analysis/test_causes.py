@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from respread.analysis.causes import Attribution, Cause, Facts, PreviousScan, attribute
+from respread.analysis.causes import (
+    Attribution,
+    Cause,
+    Facts,
+    PreviousScan,
+    attribute,
+    cause_key,
+)
 from respread.analysis.groups import Analysis, analyze
 from respread.core.model import (
     Autoscaler,
@@ -280,7 +287,7 @@ def test_an_ongoing_violation_keeps_its_first_cause() -> None:
     analysis: Analysis = analyze(scene(workloads=(_deployment(generation=2),)), POLICY)
     group = analysis.violations[0]
     w = group.workload
-    key = (w.namespace, w.kind, w.name, ZONE)
+    key = (w.namespace, w.kind, w.name, ZONE, "")
     first = Attribution(Cause.NODE_ADDED, "node nx joined since the previous scan")
     assert attribute(group, Facts(analysis), None, {key: first}) == first
     unknown = Attribution(Cause.UNKNOWN, "nothing")
@@ -301,3 +308,54 @@ def test_an_unreadable_status_count_is_no_evidence(status: object) -> None:
     loaded = load_documents([("rs.yaml", doc)])
     assert not loaded.problems
     assert loaded.state.workloads[0].status_replicas is None
+
+
+def test_a_rollouts_replica_sets_are_two_groups_with_two_keys_both_rolling_update() -> None:
+    """With matchLabelKeys pod-template-hash each ReplicaSet's pods are a group of their own:
+    two violations, told apart by the fifth part of their key, both RollingUpdate."""
+    cluster = _all(
+        _pods(
+            *(_pod(i, n, "web-h1", KEYED) for i, n in enumerate(["na", "na", "na"])),
+            *(_pod(i, n, "web-h2", KEYED) for i, n in enumerate(["nb", "nb"])),
+        ),
+        _workloads(_deployment(2, "2"), _rs("web-h1", "1", 3), _rs("web-h2", "2", 2)),
+    )(scene())
+    analysis = analyze(cluster, POLICY)
+    facts = Facts(analysis)
+    assert sorted(cause_key(g) for g in analysis.violations) == [
+        ("default", "Deployment", "web", ZONE, "pod-template-hash=h1"),
+        ("default", "Deployment", "web", ZONE, "pod-template-hash=h2"),
+    ]
+    assert {attribute(g, facts).cause for g in analysis.violations} == {Cause.ROLLING_UPDATE}
+
+
+def _tracks(a: list[str], b: list[str]) -> ClusterState:
+    """Deployment web's pods in two groups of one ReplicaSet, by matchLabelKeys on `track`."""
+    spread = hard(ZONE, sel(app="web"), match_label_keys=("track",))
+    pods = [
+        pod(
+            f"web-h1-{track}{i}",
+            node,
+            {"app": "web", "pod-template-hash": "h1", "track": track},
+            constraints=(spread,),
+            owner=OwnerRef("ReplicaSet", "web-h1"),
+            created=PLACED,
+        )
+        for track, nodes in (("a", a), ("b", b))
+        for i, node in enumerate(nodes)
+    ]
+    return scene(pods=tuple(pods))
+
+
+def test_the_previous_scan_counts_a_workloads_pods_over_all_its_groups() -> None:
+    """Groups of 4 and 2 pods, as the previous scan saw them: no scale-in (each group against
+    the other's count would make one); a pod fewer is one, of the whole workload."""
+    four, two = ["na", "na", "na", "nb"], ["na", "na"]
+    for unchanged in (_tracks(four, two), _tracks(two, four)):
+        assert len(analyze(unchanged, POLICY).violations) == 2
+        assert [a.cause for a in _causes(unchanged, _previous(unchanged))] == [Cause.UNKNOWN] * 2
+    before = _tracks(four, two)
+    fewer = _tracks(four, ["na"])
+    found = _causes(fewer, _previous(before))
+    assert [a.cause for a in found] == [Cause.SCALE_DOWN] * len(found) and found
+    assert all("went from 6 to 5 pods" in a.message for a in found), found

@@ -448,3 +448,33 @@ def test_deep_json_is_refused_even_where_the_caller_raised_the_recursion_limit()
         assert sys.getrecursionlimit() == 1_000_000  # given back as it was
     finally:
         sys.setrecursionlimit(previous)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["array", "List items"])
+def test_the_scanner_itself_bounds_the_depth_so_no_item_is_walked(
+    wrapped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items of a large file are read under a recursion limit found so that the C scanner reads
+    exactly as deep as allowed (issue 23: walking every pod was a tenth of a 150,000-pod load):
+    the deepest allowed item is read without a walk; one level more is left out alone, and the
+    items after it are read."""
+    from respread.inputs import json_reader
+
+    walked: list[object] = []
+    real = json_reader.check_depth
+    monkeypatch.setattr(
+        json_reader, "check_depth", lambda doc, *a: (walked.append(doc), real(doc, *a))[1]
+    )
+    above = 2 if wrapped else 1
+    room = Limits().max_depth - above  # levels an item may hold
+
+    def item(levels: int) -> str:  # a mapping holding levels - 1 nested lists
+        return '{"kind": "Pod", "x": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+    items = f"[{item(room)}, {item(room + 1)}, {item(2)}]"
+    text = f'{{"kind": "List", "items": {items}}}' if wrapped else items
+    entries = [d for _, d in documents_from_text(text, "deep.json")]
+    assert [type(e).__name__ for e in entries] == ["dict", "LeftOut", "dict"]
+    assert "nested deeper" in entries[1].message
+    pods = [d for d in walked if isinstance(d, dict) and d.get("kind") == "Pod"]
+    assert len(pods) == 1  # only the item the scanner refused, read again to name it

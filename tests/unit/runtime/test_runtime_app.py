@@ -297,8 +297,8 @@ def found(name: str, skew: int = 2) -> Violation:
     return violation(name, cause=Cause.SCALE_DOWN, cause_message="went from 9 to 4", skew=skew)
 
 
-def key(name: str) -> tuple[str, str, str, str]:
-    return ("ns", "Deployment", name, "zone")
+def key(name: str) -> tuple[str, str, str, str, str]:
+    return ("ns", "Deployment", name, "zone", "")  # no matchLabelKeys: no match labels
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def test_causes_and_since_are_read_back_from_the_violations() -> None:
     }
     memory = PolicyMemory.from_status(status)
     assert memory.scan.causes == {
-        ("shop", "Deployment", "web", ZONE): Attribution(
+        ("shop", "Deployment", "web", ZONE, ""): Attribution(
             Cause.SCALE_DOWN, "web scaled from 9 to 4 replicas"
         )
     }
