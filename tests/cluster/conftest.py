@@ -104,8 +104,9 @@ def e2e_cluster(control_plane: ControlPlane) -> ControlPlane:
     (started on first use, restarted if one has died)."""
     try:
         control_plane.start_e2e()
+        control_plane.settle()
     except ClusterError as exc:
-        pytest.fail(f"end-to-end components did not start: {exc}", pytrace=False)
+        pytest.fail(f"end-to-end components not ready: {exc}", pytrace=False)
     return control_plane
 
 

@@ -46,6 +46,7 @@ APISERVER_READY_TIMEOUT = 120.0
 COMPONENT_READY_TIMEOUT = 120.0
 STOP_GRACE = 10.0
 LOG_TAIL_LINES = 60
+SCHEDULER_CATCH_UP_TIMEOUT = 120.0  # client-go's reflector backoff: at most 30 s, jittered
 
 
 class ClusterError(RuntimeError):
@@ -436,6 +437,8 @@ class ControlPlane:
     tmp: Path
     components: dict[str, Component] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    _canaries: int = 0
+    _scheduler_unverified: bool = False
 
     def __post_init__(self) -> None:
         self.logs_dir = self.tmp / "logs"
@@ -518,7 +521,65 @@ class ControlPlane:
         self.timings["apiserver_ready_s"] = time.monotonic() - t0
 
     def start_apiserver(self) -> None:
+        """Start kube-apiserver (ready when this returns). The other components reconnect in
+        their own time: `settle()` waits for kube-scheduler."""
         self.components["kube-apiserver"].start(APISERVER_READY_TIMEOUT)
+        self._scheduler_unverified = self.e2e_running
+
+    def settle(self) -> None:
+        """After kube-apiserver restarted, wait once for kube-scheduler to see it again (the
+        e2e fixture calls this before each test)."""
+        if self._scheduler_unverified and self.e2e_running:
+            self.await_scheduler_current()
+        self._scheduler_unverified = False
+
+    def await_scheduler_current(self, timeout: float = SCHEDULER_CATCH_UP_TIMEOUT) -> None:
+        """Wait until kube-scheduler's watches are live again: a canary node and a pod that only
+        fits on it are created, and the pod is bound; both are then deleted.
+
+        After kube-apiserver has been away, client-go's reflectors retry with a backoff of up to
+        30 s. A test that goes on at once creates its nodes one by one while the scheduler's node
+        watch is still down, and the scheduler, relisting in the middle, places a whole
+        Deployment on the nodes it knows (9 pods in one zone of three)."""
+        self._canaries += 1
+        name = f"respread-scheduler-canary-{self._canaries}"
+        labels = {"respread.test/canary": name}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": labels,
+                "tolerations": [{"operator": "Exists"}],
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "canary", "image": "canary"}],
+            },
+        }
+        pod_path = f"/api/v1/namespaces/default/pods/{name}"
+        try:
+            self._must("POST", "/api/v1/nodes", node)
+            self._must("POST", "/api/v1/namespaces/default/pods", pod)
+            deadline = time.monotonic() + timeout
+            while True:
+                status, body = self.apiserver_request("GET", pod_path)
+                if status == 200 and json.loads(body).get("spec", {}).get("nodeName"):
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"kube-scheduler did not bind the canary pod {name} within {timeout:.0f}s"
+                        " of kube-apiserver's start; its log: "
+                        f"{self.components['kube-scheduler'].log_path}"
+                    )
+                time.sleep(0.25)
+        finally:
+            self.apiserver_request("DELETE", f"{pod_path}?gracePeriodSeconds=0")
+            self.apiserver_request("DELETE", f"/api/v1/nodes/{name}")
+
+    def _must(self, method: str, path: str, body: dict[str, Any]) -> None:
+        status, text = self.apiserver_request(method, path, body)
+        if status >= 300:
+            raise ClusterError(f"{method} {path}: HTTP {status}: {text[:500]}")
 
     def stop_apiserver(self, graceful: bool = True) -> None:
         """SIGTERM (graceful shutdown, ~1 s) or, with graceful=False, SIGKILL (a crash)."""
@@ -653,10 +714,18 @@ class ControlPlane:
 
     def apiserver_get(self, path: str) -> tuple[int, str]:
         """A raw GET with the admin credentials (for /readyz, /version, ...)."""
+        return self.apiserver_request("GET", path)
+
+    def apiserver_request(
+        self, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> tuple[int, str]:
+        """A raw request with the admin credentials; a JSON body if given."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.server}{path}", data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(
-                f"{self.server}{path}", timeout=10, context=self._admin_ctx
-            ) as resp:
+            with urllib.request.urlopen(request, timeout=10, context=self._admin_ctx) as resp:
                 return int(resp.status), resp.read().decode(errors="replace")
         except urllib.error.HTTPError as err:
             return int(err.code), err.read().decode(errors="replace")

@@ -82,6 +82,8 @@ def skew_by_scale_down(
     by_zone: dict[str, list[str]] = {zone: [] for zone in TWO_PER_ZONE}
     for pod in pods:
         by_zone[node_zones[pod.spec.node_name]].append(pod.metadata.name)
+    placed = {zone: len(names) for zone, names in by_zone.items()}
+    assert placed == dict.fromkeys(TWO_PER_ZONE, 3), f"the scheduler placed {placed}"
     cheap = {name for zone, n in drop.items() for name in sorted(by_zone[zone])[:n]}
     keep = 9 - len(cheap)
     survivors = scene.scale_in("web", keep, lambda pod: pod.metadata.name in cheap, timeout=180)
