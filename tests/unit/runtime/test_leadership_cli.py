@@ -13,6 +13,7 @@ from respread.runtime.guard import ScanLimits
 from respread.runtime.heartbeat import PauseSettings
 from respread.runtime.leadership import LeaseTiming
 from respread.runtime.operator import Bounds, Election
+from respread.runtime.prompt import PromptSettings
 
 
 @pytest.fixture
@@ -33,6 +34,7 @@ def test_standalone_by_default(runs: list[dict[str, Any]]) -> None:
             "bounds": Bounds(),
             "readiness": None,
             "namespace": None,
+            "prompts": PromptSettings(),
         }
     ]
 
@@ -56,6 +58,41 @@ def test_a_bad_bound_is_a_usage_error(
 ) -> None:
     assert cli.main(["run", flag, "0s"]) == 2
     assert f"{flag}: must be more than 0" in capsys.readouterr().err
+    assert runs == []
+
+
+# (case, flag arguments, RESPREAD_SCAN_ON_CHANGE, the quiet time the operator runs with)
+PROMPTS = [
+    ("the default", [], None, 1.0),
+    ("the variable", [], "3s", 3.0),
+    ("the flag over the variable", ["--scan-on-change", "500ms"], "3s", 0.5),
+    ("0 turns prompting off", ["--scan-on-change", "0"], None, 0.0),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "variable", "quiet"), [c[1:] for c in PROMPTS], ids=[c[0] for c in PROMPTS]
+)
+def test_scan_on_change_from_its_flag_else_its_variable(
+    runs: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    variable: str | None,
+    quiet: float,
+) -> None:
+    if variable is not None:
+        monkeypatch.setenv("RESPREAD_SCAN_ON_CHANGE", variable)
+    assert cli.main(["run", *args]) == 0
+    (call,) = runs
+    assert call["prompts"].quiet == quiet
+    assert call["prompts"].enabled is (quiet > 0)
+
+
+def test_a_bad_scan_on_change_is_a_usage_error(
+    runs: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--scan-on-change", "soon"]) == 2
+    assert "--scan-on-change: expected a duration" in capsys.readouterr().err
     assert runs == []
 
 
