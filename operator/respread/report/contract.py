@@ -72,7 +72,8 @@ def _optional(out: Json, **fields: object) -> Json:
 # ---- the report ---------------------------------------------------------------------------
 
 
-def _summary(s: Summary) -> Json:
+def _summary(s: Summary, enforcement: Json | None = None) -> Json:
+    """The report's summary; the status's adds what enforcement did (``enforcement``)."""
     return {
         "nodes": s.nodes,
         "pods": s.pods,
@@ -83,6 +84,7 @@ def _summary(s: Summary) -> Json:
         "deferredEvictions": s.deferred_evictions,
         "blocked": s.blocked,
         "skipped": s.skipped,
+        **(enforcement or {}),
         "waiting": s.waiting,
         "partlyFixable": s.partly_fixable,
         "pendingPods": s.pending,
@@ -142,15 +144,22 @@ def violation_json(v: Violation) -> Json:
     return entry
 
 
+def _landing(e: Eviction) -> Json:
+    """Where an eviction moves its pod from and to."""
+    return {
+        "fromDomain": dict(e.from_domain),
+        "toDomain": dict(e.to_domain),
+        "predictedNode": e.predicted_node,
+    }
+
+
 def eviction_json(e: Eviction) -> Json:
     entry: Json = {
         "namespace": e.namespace,
         "pod": e.pod,
         "workload": _workload(e.workload),
         "node": e.node,
-        "fromDomain": dict(e.from_domain),
-        "toDomain": dict(e.to_domain),
-        "predictedNode": e.predicted_node,
+        **_landing(e),
         "reason": e.reason,
     }
     return _optional(entry, deferredBy=e.deferred_by)
@@ -440,22 +449,7 @@ def condition_json(c: StatusCondition) -> Json:
 
 
 def _status_summary(s: StatusSummary) -> Json:
-    return {
-        "nodes": s.nodes,
-        "pods": s.pods,
-        "constraintGroups": s.constraint_groups,
-        "violations": s.violations,
-        "unfixable": s.unfixable,
-        "plannedEvictions": s.planned_evictions,
-        "deferredEvictions": s.deferred_evictions,
-        "blocked": s.blocked,
-        "skipped": s.skipped,
-        "evicted": s.evicted,
-        "failed": s.failed,
-        "waiting": s.waiting,
-        "partlyFixable": s.partly_fixable,
-        "pendingPods": s.pending,
-    }
+    return _summary(s.counts, {"evicted": s.evicted, "failed": s.failed})
 
 
 def _status_pending(p: StatusPending) -> Json:
@@ -508,14 +502,13 @@ def _status_violation(v: StatusViolation) -> Json:
 
 
 def _step(s: PlanStep) -> Json:
+    e = s.eviction
     return {
-        "namespace": s.namespace,
-        "pod": s.pod,
-        "node": s.node,
-        "workload": _workload(s.workload),
-        "fromDomain": dict(s.from_domain),
-        "toDomain": dict(s.to_domain),
-        "predictedNode": s.predicted_node,
+        "namespace": e.namespace,
+        "pod": e.pod,
+        "node": e.node,
+        "workload": _workload(e.workload),
+        **_landing(e),
         "state": s.state.value,
         "reason": s.reason,
     }

@@ -390,20 +390,12 @@ class Execution:
 
 @dataclass(frozen=True, slots=True)
 class StatusSummary:
-    nodes: int
-    pods: int
-    constraint_groups: int
-    violations: int
-    unfixable: int
-    planned_evictions: int
-    deferred_evictions: int
-    blocked: int  # the plan's and enforcement's
-    skipped: int
+    """The report's summary as the status shows it: ``counts.blocked`` holds the plan's and
+    enforcement's, and what enforcement evicted and failed to evict is added."""
+
+    counts: Summary
     evicted: int
     failed: int
-    waiting: int = 0
-    partly_fixable: int = 0
-    pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,13 +452,10 @@ class StatusPending:
 
 @dataclass(frozen=True, slots=True)
 class PlanStep:
-    namespace: str
-    pod: str
-    node: str
-    workload: WorkloadRef
-    from_domain: Domains
-    to_domain: Domains
-    predicted_node: str
+    """A planned or deferred eviction, with what became of it (``reason``: enforcement's, the
+    plan's or the deferral's)."""
+
+    eviction: Eviction
     state: StepStatus
     reason: str
 

@@ -11,6 +11,7 @@ recently (cooldown, loop protection and back-off); report/stored.py reads that b
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from respread.analysis.domain_memory import DomainView
@@ -88,17 +89,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
 
 
 def _step(e: Eviction, state: StepStatus, reason: str) -> PlanStep:
-    return PlanStep(
-        namespace=e.namespace,
-        pod=e.pod,
-        node=e.node,
-        workload=e.workload,
-        from_domain=e.from_domain,
-        to_domain=e.to_domain,
-        predicted_node=e.predicted_node,
-        state=state,
-        reason=_cap(reason),
-    )
+    return PlanStep(e, state, _cap(reason))
 
 
 def _plan(report: Report, executions: Sequence[Execution]) -> list[PlanStep]:
@@ -118,20 +109,9 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
     s = report.summary
     states = [x.state for x in executions]
     return StatusSummary(
-        nodes=s.nodes,
-        pods=s.pods,
-        constraint_groups=s.constraint_groups,
-        violations=s.violations,
-        unfixable=s.unfixable,
-        planned_evictions=s.planned_evictions,
-        deferred_evictions=s.deferred_evictions,
-        blocked=s.blocked + states.count(StepStatus.BLOCKED),
-        skipped=s.skipped,
+        counts=replace(s, blocked=s.blocked + states.count(StepStatus.BLOCKED)),
         evicted=states.count(StepStatus.EVICTED),
         failed=states.count(StepStatus.FAILED),
-        waiting=s.waiting,
-        partly_fixable=s.partly_fixable,
-        pending=s.pending,
     )
 
 

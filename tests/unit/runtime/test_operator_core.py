@@ -101,7 +101,7 @@ def test_executions_replace_planned_states() -> None:
     status = build_status(report, DEFAULT_POLICY, NOW, executions=[refused])
     assert status.plan[0].state is StepStatus.BLOCKED
     assert status.summary.evicted == 0
-    assert status.summary.blocked == 1
+    assert status.summary.counts.blocked == 1
 
 
 def test_status_lists_are_bounded_and_totals_kept() -> None:
