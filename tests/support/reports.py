@@ -13,6 +13,7 @@ from respread.analysis.groups import WorkloadRef
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.evict.steps import Verdict
+from respread.remedies.surge.plan import SurgeSkip
 from respread.report.model import (
     DeletionCostSection,
     Eviction,
@@ -24,7 +25,6 @@ from respread.report.model import (
     Summary,
     SurgePlanEntry,
     SurgeSection,
-    SurgeSkipped,
     Violation,
 )
 
@@ -103,7 +103,7 @@ def surges(
     return SurgeSection(
         enabled=True,
         plans=tuple(planned),
-        skipped=tuple(SurgeSkipped(deployment(n), reason) for n, reason in skipped),
+        skipped=tuple(SurgeSkip(deployment(n), reason) for n, reason in skipped),
     )
 
 

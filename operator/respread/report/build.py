@@ -19,14 +19,13 @@ from respread.analysis.pinned import pinned_members
 from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
-from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
+from respread.remedies.cost.order import CostPlan, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
 from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import InFlight
-from respread.remedies.surge.plan import SurgePlan, SurgeReport, SurgeSkip
+from respread.remedies.surge.plan import SurgePlan, SurgeReport
 from respread.report.model import (
     CostEntry,
-    CostExcluded,
     CostOrder,
     CostPatch,
     CoverageSection,
@@ -39,12 +38,10 @@ from respread.report.model import (
     Report,
     Skipped,
     Summary,
-    SurgeLanding,
     SurgeNext,
     SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
-    SurgeSkipped,
     SurgeVictim,
     UnknownNodePod,
     Violation,
@@ -198,17 +195,13 @@ def order_entry(order: ReplicaSetOrder) -> CostOrder:
     )
 
 
-def excluded_entry(excluded: Excluded) -> CostExcluded:
-    return CostExcluded(excluded.workload, excluded.pods, excluded.reason)
-
-
 def deletion_cost_section(costs: CostPlan | None) -> DeletionCostSection:
     if costs is None:
         return DeletionCostSection(enabled=False)
     return DeletionCostSection(
         enabled=True,
         orders=tuple(order_entry(o) for o in costs.orders),
-        excluded=tuple(excluded_entry(e) for e in costs.excluded),
+        excluded=costs.excluded,
         patches=tuple(
             CostPatch(p.pod.namespace, p.pod.name, p.current, p.desired) for p in costs.patches
         ),
@@ -261,7 +254,7 @@ def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> SurgePlanEntry:
         surge=p.surge,
         target_replicas=p.original + p.surge,
         ready_timeout_seconds=policy.remediation.surge.ready_timeout,
-        landings=tuple(SurgeLanding(lnd.node, lnd.domains, lnd.others) for lnd in p.landings),
+        landings=p.landings,
         victims=tuple(SurgeVictim(v.pod.name, v.pod.node_name, v.domains) for v in p.victims),
         predicted_misplaced_after=p.misplaced_after,
         landing_determined=p.determined,
@@ -287,17 +280,13 @@ def surge_operation_entry(f: InFlight) -> SurgeOperation:
     )
 
 
-def _surge_skipped(s: SurgeSkip) -> SurgeSkipped:
-    return SurgeSkipped(s.workload, s.reason)
-
-
 def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSection:
     if surge is None:
         return SurgeSection(enabled=False)
     return SurgeSection(
         enabled=surge.enabled,
         plans=tuple(surge_plan_entry(p, policy) for p in surge.plans),
-        skipped=tuple(_surge_skipped(s) for s in surge.skips),
+        skipped=surge.skips,
         operations=tuple(surge_operation_entry(f) for f in surge.in_flight),
     )
 

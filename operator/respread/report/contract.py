@@ -18,12 +18,12 @@ from respread.analysis.pending import PendingPod, Unblock
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
+from respread.remedies.cost.order import Excluded
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
     Cooldown,
     CostEntry,
-    CostExcluded,
     CostOrder,
     CostPatch,
     CoverageSection,
@@ -208,7 +208,7 @@ def _order(o: CostOrder) -> Json:
     return out
 
 
-def _excluded(x: CostExcluded) -> Json:
+def _excluded(x: Excluded) -> Json:
     return _ref(x.workload) | {"pods": x.pods, "reason": x.reason}
 
 
@@ -239,7 +239,7 @@ def surge_plan_json(p: SurgePlanEntry) -> Json:
             {
                 "node": lnd.node,
                 "domains": dict(lnd.domains),
-                "alsoAdmitted": [dict(d) for d in lnd.also_admitted],
+                "alsoAdmitted": [dict(d) for d in lnd.others],
             }
             for lnd in p.landings
         ],
@@ -476,7 +476,8 @@ def _digest(d: DomainsDigest) -> Json:
     return out
 
 
-def _status_violation(v: StatusViolation) -> Json:
+def _status_violation(s: StatusViolation) -> Json:
+    v = s.violation
     entry = _ref(v.workload) | {
         "topologyKey": v.topology_key,
         **_match_labels(v.match_labels),
@@ -484,12 +485,12 @@ def _status_violation(v: StatusViolation) -> Json:
         "minDomains": v.min_domains,
         "skew": v.skew,
         "globalMinimum": v.global_minimum,
-        "domains": _digest(v.domains),
+        "domains": _digest(s.domains),
         "pods": v.pods,
         "violatingPods": v.violating_pods,
         "cause": v.cause.value,
         "causeMessage": v.cause_message,
-        "since": v.since,
+        "since": s.since,
         "fixable": v.fixable,
         "verdict": v.verdict.value,
         "message": v.message,

@@ -19,10 +19,12 @@ from respread.analysis.pending import PendingPod
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
-from respread.remedies.cost.order import OrderState
+from respread.remedies.cost.order import Excluded, OrderState
 from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
+from respread.remedies.surge.plan import SurgeSkip
+from respread.remedies.surge.predict import Landing
 from respread.scheduling.controller import Tier
 from respread.scheduling.outages import Outage
 
@@ -195,13 +197,6 @@ class CostOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class CostExcluded:
-    workload: WorkloadRef
-    pods: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
 class CostPatch:
     namespace: str
     pod: str
@@ -213,17 +208,10 @@ class CostPatch:
 class DeletionCostSection:
     enabled: bool
     orders: tuple[CostOrder, ...] = ()
-    excluded: tuple[CostExcluded, ...] = ()
+    excluded: tuple[Excluded, ...] = ()
     patches: tuple[CostPatch, ...] = ()
     deferred_patches: int = 0
     overlaps: int | None = None  # None with the remedy disabled
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeLanding:
-    node: str
-    domains: Domains
-    also_admitted: tuple[Domains, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,18 +228,12 @@ class SurgePlanEntry:
     surge: int
     target_replicas: int
     ready_timeout_seconds: float
-    landings: tuple[SurgeLanding, ...]
+    landings: tuple[Landing, ...]
     victims: tuple[SurgeVictim, ...]
     predicted_misplaced_after: int
     landing_determined: bool
     worst_case_misplaced_after: int
     steps: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeSkipped:
-    workload: WorkloadRef
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +261,7 @@ class SurgeOperation:
 class SurgeSection:
     enabled: bool
     plans: tuple[SurgePlanEntry, ...] = ()
-    skipped: tuple[SurgeSkipped, ...] = ()
+    skipped: tuple[SurgeSkip, ...] = ()
     operations: tuple[SurgeOperation, ...] = ()
 
 
@@ -413,27 +395,12 @@ class DomainsDigest:
 
 @dataclass(frozen=True, slots=True)
 class StatusViolation:
-    workload: WorkloadRef
-    topology_key: str
-    max_skew: int
-    min_domains: int
-    skew: int
-    global_minimum: int
-    domains: DomainsDigest
-    pods: int
-    violating_pods: int
-    cause: Cause
-    cause_message: str
-    since: str
-    verdict: Verdict
-    message: str
-    remedy: Remedy | None = None
-    incomplete: bool = False
-    match_labels: MatchLabels = ()
+    """A violation as the status lists it: the report's (its messages capped), its domains
+    digested, and since when it is seen."""
 
-    @property
-    def fixable(self) -> bool:
-        return self.verdict is Verdict.FIXABLE
+    violation: Violation
+    domains: DomainsDigest
+    since: str
 
 
 @dataclass(frozen=True, slots=True)

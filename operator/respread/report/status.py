@@ -67,25 +67,8 @@ def _domains_digest(v: Violation) -> DomainsDigest:
 
 
 def _violation(v: Violation, since: str) -> StatusViolation:
-    return StatusViolation(
-        workload=v.workload,
-        topology_key=v.topology_key,
-        max_skew=v.max_skew,
-        min_domains=v.min_domains,
-        skew=v.skew,
-        global_minimum=v.global_minimum,
-        domains=_domains_digest(v),
-        pods=v.pods,
-        violating_pods=v.violating_pods,
-        cause=v.cause,
-        cause_message=_cap(v.cause_message),
-        since=since,
-        verdict=v.verdict,
-        message=_cap(v.message),
-        remedy=v.remedy,
-        match_labels=v.match_labels,
-        incomplete=v.incomplete,
-    )
+    capped = replace(v, cause_message=_cap(v.cause_message), message=_cap(v.message))
+    return StatusViolation(capped, _domains_digest(v), since)
 
 
 def _step(e: Eviction, state: StepStatus, reason: str) -> PlanStep:
