@@ -19,6 +19,7 @@ from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.remedies.cost.order import Excluded
+from respread.remedies.cost.release import CostCounts
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
@@ -28,7 +29,6 @@ from respread.report.model import (
     CostPatch,
     CoverageSection,
     DeletionCostSection,
-    DeletionCostStatus,
     DomainPods,
     DomainsDigest,
     Eviction,
@@ -538,7 +538,7 @@ def _surge_digest(s: SurgeDigest) -> Json:
     return out
 
 
-def deletion_cost_status_json(d: DeletionCostStatus) -> Json:
+def deletion_cost_status_json(d: CostCounts) -> Json:
     """`status.deletionCost`: what the last scan (or deletion pass) wrote and took back."""
     return {
         "written": d.written,
@@ -557,7 +557,7 @@ def deletion_cost_status_json(d: DeletionCostStatus) -> Json:
         ],
         "skipped": d.skipped,
         "failed": d.failed,
-        "leftForLaterScans": d.left_for_later_scans,
+        "leftForLaterScans": d.left,
         "managed": d.managed,
     }
 

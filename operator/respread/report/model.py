@@ -20,6 +20,7 @@ from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import Excluded, OrderState
+from respread.remedies.cost.release import CostCounts
 from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
@@ -473,28 +474,6 @@ class SurgeDigest:
 
 
 @dataclass(frozen=True, slots=True)
-class Overlapping:
-    namespace: str
-    replica_set: str
-    pods: int
-    policy: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionCostStatus:
-    written: int = 0
-    removed: int = 0
-    handed_over: int = 0
-    conflicts: int = 0
-    overlaps: int = 0
-    overlapping: tuple[Overlapping, ...] = ()
-    skipped: int = 0
-    failed: int = 0
-    left_for_later_scans: int = 0
-    managed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class Status:
     """The status a completed scan writes: every field it holds is written, and every field it
     leaves out (``surges``, ``deletionCost``) is cleared (contract.status_patch)."""
@@ -509,7 +488,7 @@ class Status:
     plan_total: int
     cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
     surges: tuple[SurgeDigest, ...] = ()
-    deletion_cost: DeletionCostStatus | None = None
+    deletion_cost: CostCounts | None = None
     evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
     next_eviction_time: str | None = None  # the earliest a held-back eviction is due
     pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems

@@ -28,12 +28,10 @@ from respread.report.model import (
     ConditionType,
     Cooldown,
     CoverageSection,
-    DeletionCostStatus,
     DomainPods,
     DomainsDigest,
     Eviction,
     Execution,
-    Overlapping,
     PlanStep,
     Report,
     Status,
@@ -241,11 +239,11 @@ def build_status(
     executions: Sequence[Execution] = (),
     conditions: Sequence[Condition] | None = None,
     cooldowns: Sequence[Cooldown] | None = None,
-    deletion_cost: DeletionCostStatus | None = None,
+    deletion_cost: CostCounts | None = None,
 ) -> Status:
     """The status for a completed scan (and, in Enforce mode, its evictions). ``previous`` is
     the status as stored (JSON); ``cooldowns`` (from `cooldowns_status`) is written when
-    given, ``deletion_cost`` (from `deletion_cost_status`) too."""
+    given, ``deletion_cost`` (the deletion-cost counts) too."""
     limit = policy.report_max_items
     seen = stored.first_seen(previous)
     before = stored.conditions(previous)
@@ -349,22 +347,6 @@ def failed_scan_status(
     return ConditionsStatus(
         observed_generation=policy.generation,
         conditions=tuple(_condition(c, now, policy.generation, before) for c in conditions) + kept,
-    )
-
-
-def deletion_cost_status(counts: CostCounts) -> DeletionCostStatus:
-    """`status.deletionCost`: what the last scan (or deletion pass) wrote and took back."""
-    return DeletionCostStatus(
-        written=counts.written,
-        removed=counts.removed,
-        handed_over=counts.handed_over,
-        conflicts=counts.conflicts,
-        overlaps=counts.overlaps,
-        overlapping=tuple(Overlapping(*o) for o in counts.overlapping),
-        skipped=counts.skipped,
-        failed=counts.failed,
-        left_for_later_scans=counts.left,
-        managed=counts.managed,
     )
 
 
