@@ -452,14 +452,15 @@ def _status_summary(s: StatusSummary) -> Json:
     return _summary(s.counts, {"evicted": s.evicted, "failed": s.failed})
 
 
-def _status_pending(p: StatusPending) -> Json:
+def _status_pending(s: StatusPending) -> Json:
+    p = s.pending
     return _ref(p.workload) | {
-        "pod": p.pod,
+        "pod": p.pod.name,
         "topologyKey": p.topology_key,
-        "domains": list(p.domains),
-        "reason": p.reason,
-        "message": p.message,
-        "unblock": p.unblock,
+        "domains": [a.domain for a in p.admitted],
+        "reason": p.obstacle.value,
+        "message": s.message,
+        "unblock": s.unblock,
     }
 
 

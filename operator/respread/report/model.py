@@ -406,16 +406,12 @@ class StatusViolation:
 
 @dataclass(frozen=True, slots=True)
 class StatusPending:
-    """A pod spread holds Pending, as the status lists it."""
+    """A pod spread holds Pending, as the status lists it: the report's entry, with its message
+    and its first way out capped."""
 
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    topology_key: str
-    domains: tuple[str, ...]  # the domains the binding constraint admits it into
-    reason: str  # an analysis.pending.Obstacle
+    pending: PendingPod
     message: str
-    unblock: str  # the first way out
+    unblock: str  # the first way out ("": none)
 
 
 @dataclass(frozen=True, slots=True)

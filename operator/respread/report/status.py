@@ -97,16 +97,7 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
 
 
 def _pending(p: PendingPod) -> StatusPending:
-    return StatusPending(
-        namespace=p.pod.namespace,
-        pod=p.pod.name,
-        workload=p.workload,
-        topology_key=p.topology_key,
-        domains=tuple(a.domain for a in p.admitted),
-        reason=p.obstacle.value,
-        message=_cap(p.message),
-        unblock=_cap(p.unblock[0].message) if p.unblock else "",
-    )
+    return StatusPending(p, _cap(p.message), _cap(p.unblock[0].message) if p.unblock else "")
 
 
 # ---- conditions ---------------------------------------------------------------------------
