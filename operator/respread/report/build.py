@@ -20,7 +20,7 @@ from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, PodCost, ReplicaSetOrder
-from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
+from respread.remedies.evict.planner import Move, Outcome, Plan
 from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import InFlight
 from respread.remedies.surge.plan import SurgePlan, SurgeReport
@@ -36,7 +36,6 @@ from respread.report.model import (
     PolicyRef,
     Predicted,
     Report,
-    Skipped,
     Summary,
     SurgeNext,
     SurgeOperation,
@@ -140,17 +139,6 @@ def eviction_entry(move: Move) -> Eviction:
         predicted_node=move.to_node,
         reason=move.reason,
         deferred_by=move.deferred_by,
-    )
-
-
-def skipped_entry(skip: Skip) -> Skipped:
-    return Skipped(
-        namespace=skip.pod.namespace,
-        pod=skip.pod.name,
-        workload=skip.workload,
-        node=skip.pod.node_name,
-        kind=skip.kind,
-        reason=skip.reason,
     )
 
 
@@ -367,7 +355,7 @@ def build_report(
         ),
         evictions=tuple(eviction_entry(m) for m in plan.moves),
         deferred=tuple(eviction_entry(m) for m in plan.deferred),
-        skipped=tuple(skipped_entry(s) for s in plan.skipped),
+        skipped=plan.skipped,
         predicted=Predicted(
             violations=plan.predicted_violations,
             violating_pods=sum(o.violating_after_run for o in plan.outcomes),

@@ -20,6 +20,7 @@ from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.remedies.cost.order import Excluded
 from respread.remedies.cost.release import CostCounts
+from respread.remedies.evict.steps import Skip
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
@@ -35,7 +36,6 @@ from respread.report.model import (
     MatchLabels,
     PlanStep,
     Report,
-    Skipped,
     Status,
     StatusCondition,
     StatusPending,
@@ -165,12 +165,12 @@ def eviction_json(e: Eviction) -> Json:
     return _optional(entry, deferredBy=e.deferred_by)
 
 
-def _skipped(s: Skipped) -> Json:
+def _skipped(s: Skip) -> Json:
     return {
-        "namespace": s.namespace,
-        "pod": s.pod,
+        "namespace": s.pod.namespace,
+        "pod": s.pod.name,
         "workload": _workload(s.workload),
-        "node": s.node,
+        "node": s.pod.node_name,
         "kind": s.kind.value,
         "reason": s.reason,
     }

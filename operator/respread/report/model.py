@@ -21,7 +21,7 @@ from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import Excluded, OrderState
 from respread.remedies.cost.release import CostCounts
-from respread.remedies.evict.steps import SkipKind, Verdict
+from respread.remedies.evict.steps import Skip, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
 from respread.remedies.surge.plan import SurgeSkip
@@ -149,16 +149,6 @@ class Eviction:
     predicted_node: str
     reason: str
     deferred_by: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    node: str | None
-    kind: SkipKind
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +291,7 @@ class Report:
     violations: tuple[Violation, ...]  # worst first
     evictions: tuple[Eviction, ...]
     deferred: tuple[Eviction, ...]
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[Skip, ...]
     predicted: Predicted
     deletion_cost: DeletionCostSection
     surge: SurgeSection

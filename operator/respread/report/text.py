@@ -9,6 +9,7 @@ from respread.core.limits import few_named
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.remedies.evict.steps import Skip
 from respread.remedies.evict.steps import Verdict as GroupVerdict  # move.Verdict: Now/Later/No
 from respread.report.model import (
     TIER_NAMES,
@@ -18,7 +19,6 @@ from respread.report.model import (
     DeletionCostSection,
     Eviction,
     Report,
-    Skipped,
     Summary,
     SurgeSection,
     Violation,
@@ -238,11 +238,11 @@ def _eviction_row(i: int, e: Eviction) -> list[str]:
     ]
 
 
-def _skipped_rows(skipped: Iterable[Skipped]) -> list[list[str]]:
+def _skipped_rows(skipped: Iterable[Skip]) -> list[list[str]]:
     by_reason: dict[tuple[str, str], list[str]] = {}
     for sk in skipped:
-        key = (f"{sk.namespace}/{sk.workload.name}", sk.reason)
-        by_reason.setdefault(key, []).append(sk.pod)
+        key = (f"{sk.pod.namespace}/{sk.workload.name}", sk.reason)
+        by_reason.setdefault(key, []).append(sk.pod.name)
     rows = []
     for (workload, reason), pods in by_reason.items():
         shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
