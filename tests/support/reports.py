@@ -12,11 +12,10 @@ from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import When
 from respread.inputs.policy import Mode
-from respread.remedies.evict.steps import Verdict
+from respread.remedies.evict.steps import Move, Verdict
 from respread.remedies.surge.plan import SurgeSkip
 from respread.report.model import (
     DeletionCostSection,
-    Eviction,
     Planner,
     PlannerMethod,
     PolicyRef,
@@ -27,6 +26,7 @@ from respread.report.model import (
     SurgeSection,
     Violation,
 )
+from tests.support.builders import pod as make_pod
 
 
 def deployment(name: str, namespace: str = "ns") -> WorkloadRef:
@@ -66,15 +66,14 @@ def violation(
     return replace(v, **fields)
 
 
-def eviction(pod: str, workload: str = "web", **fields: Any) -> Eviction:
-    e = Eviction(
-        namespace="ns",
-        pod=pod,
+def eviction(pod: str, workload: str = "web", **fields: Any) -> Move:
+    e = Move(
+        pod=make_pod(pod, "n1", namespace="ns"),
         workload=deployment(workload),
-        node="n1",
+        from_node="n1",
+        to_node="n2",
         from_domain=(("zone", "z1"),),
         to_domain=(("zone", "z2"),),
-        predicted_node="n2",
         reason="zone: skew 2 > maxSkew 1",
     )
     return replace(e, **fields)
@@ -109,8 +108,8 @@ def surges(
 
 def report(
     violations: Iterable[Violation] = (),
-    evictions: Iterable[Eviction] = (),
-    deferred: Iterable[Eviction] = (),
+    evictions: Iterable[Move] = (),
+    deferred: Iterable[Move] = (),
     **fields: Any,
 ) -> Report:
     found, moves, later = tuple(violations), tuple(evictions), tuple(deferred)

@@ -20,7 +20,7 @@ from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, PodCost, ReplicaSetOrder
-from respread.remedies.evict.planner import Move, Outcome, Plan
+from respread.remedies.evict.planner import Outcome, Plan
 from respread.remedies.evict.steps import SkipKind, Verdict
 from respread.remedies.surge.advance import InFlight
 from respread.remedies.surge.plan import SurgePlan, SurgeReport
@@ -30,7 +30,6 @@ from respread.report.model import (
     CostPatch,
     CoverageSection,
     DeletionCostSection,
-    Eviction,
     Planner,
     PlannerMethod,
     PolicyRef,
@@ -125,20 +124,6 @@ def _pinned(outcome: Outcome, analysis: Analysis) -> tuple[int, str]:
         f"{outcome.message}; {misplaced} misplaced pod(s) pinned by volume to their "
         f"{g.constraint.key} domain: the fix needs them to move, which their "
         "PersistentVolumes' node affinity forbids"
-    )
-
-
-def eviction_entry(move: Move) -> Eviction:
-    return Eviction(
-        namespace=move.pod.namespace,
-        pod=move.pod.name,
-        workload=move.workload,
-        node=move.from_node,
-        from_domain=move.from_domain,
-        to_domain=move.to_domain,
-        predicted_node=move.to_node,
-        reason=move.reason,
-        deferred_by=move.deferred_by,
     )
 
 
@@ -353,8 +338,8 @@ def build_report(
             )
             for o in worst_first(plan.outcomes)
         ),
-        evictions=tuple(eviction_entry(m) for m in plan.moves),
-        deferred=tuple(eviction_entry(m) for m in plan.deferred),
+        evictions=plan.moves,
+        deferred=plan.deferred,
         skipped=plan.skipped,
         predicted=Predicted(
             violations=plan.predicted_violations,

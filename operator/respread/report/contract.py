@@ -20,7 +20,7 @@ from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
 from respread.remedies.cost.order import Excluded
 from respread.remedies.cost.release import CostCounts
-from respread.remedies.evict.steps import Skip
+from respread.remedies.evict.steps import Move, Skip
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
@@ -32,7 +32,6 @@ from respread.report.model import (
     DeletionCostSection,
     DomainPods,
     DomainsDigest,
-    Eviction,
     MatchLabels,
     PlanStep,
     Report,
@@ -144,21 +143,21 @@ def violation_json(v: Violation) -> Json:
     return entry
 
 
-def _landing(e: Eviction) -> Json:
+def _landing(e: Move) -> Json:
     """Where an eviction moves its pod from and to."""
     return {
         "fromDomain": dict(e.from_domain),
         "toDomain": dict(e.to_domain),
-        "predictedNode": e.predicted_node,
+        "predictedNode": e.to_node,
     }
 
 
-def eviction_json(e: Eviction) -> Json:
+def eviction_json(e: Move) -> Json:
     entry: Json = {
-        "namespace": e.namespace,
-        "pod": e.pod,
+        "namespace": e.pod.namespace,
+        "pod": e.pod.name,
         "workload": _workload(e.workload),
-        "node": e.node,
+        "node": e.from_node,
         **_landing(e),
         "reason": e.reason,
     }
@@ -506,9 +505,9 @@ def _status_violation(s: StatusViolation) -> Json:
 def _step(s: PlanStep) -> Json:
     e = s.eviction
     return {
-        "namespace": e.namespace,
-        "pod": e.pod,
-        "node": e.node,
+        "namespace": e.pod.namespace,
+        "pod": e.pod.name,
+        "node": e.from_node,
         "workload": _workload(e.workload),
         **_landing(e),
         "state": s.state.value,

@@ -21,7 +21,7 @@ from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import Excluded, OrderState
 from respread.remedies.cost.release import CostCounts
-from respread.remedies.evict.steps import Skip, Verdict
+from respread.remedies.evict.steps import Move, Skip, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
 from respread.remedies.surge.plan import SurgeSkip
@@ -134,21 +134,6 @@ class Violation:
     @property
     def key(self) -> ViolationKey:
         return violation_key(self.workload, self.topology_key, self.match_labels)
-
-
-@dataclass(frozen=True, slots=True)
-class Eviction:
-    """One planned eviction (``evictions[]``), or one left for later runs (``deferred[]``)."""
-
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    node: str
-    from_domain: Domains
-    to_domain: Domains
-    predicted_node: str
-    reason: str
-    deferred_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +274,8 @@ class Report:
     summary: Summary
     planner: Planner
     violations: tuple[Violation, ...]  # worst first
-    evictions: tuple[Eviction, ...]
-    deferred: tuple[Eviction, ...]
+    evictions: tuple[Move, ...]  # planned
+    deferred: tuple[Move, ...]  # left for later runs (deferred_by says why)
     skipped: tuple[Skip, ...]
     predicted: Predicted
     deletion_cost: DeletionCostSection
@@ -409,7 +394,7 @@ class PlanStep:
     """A planned or deferred eviction, with what became of it (``reason``: enforcement's, the
     plan's or the deferral's)."""
 
-    eviction: Eviction
+    eviction: Move
     state: StepStatus
     reason: str
 

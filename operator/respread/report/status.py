@@ -20,6 +20,7 @@ from respread.analysis.pending import PendingPod
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
+from respread.remedies.evict.steps import Move
 from respread.report import stored
 from respread.report.model import (
     Condition,
@@ -30,7 +31,6 @@ from respread.report.model import (
     CoverageSection,
     DomainPods,
     DomainsDigest,
-    Eviction,
     Execution,
     PlanStep,
     Report,
@@ -69,7 +69,7 @@ def _violation(v: Violation, since: str) -> StatusViolation:
     return StatusViolation(capped, _domains_digest(v), since)
 
 
-def _step(e: Eviction, state: StepStatus, reason: str) -> PlanStep:
+def _step(e: Move, state: StepStatus, reason: str) -> PlanStep:
     return PlanStep(e, state, _cap(reason))
 
 
@@ -77,7 +77,7 @@ def _plan(report: Report, executions: Sequence[Execution]) -> list[PlanStep]:
     done = {(x.namespace, x.pod): x for x in executions}
     steps = []
     for e in report.evictions:
-        x = done.get((e.namespace, e.pod))
+        x = done.get((e.pod.namespace, e.pod.name))
         if x is None:
             steps.append(_step(e, StepStatus.PLANNED, e.reason))
         else:

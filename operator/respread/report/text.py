@@ -9,7 +9,7 @@ from respread.core.limits import few_named
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
-from respread.remedies.evict.steps import Skip
+from respread.remedies.evict.steps import Move, Skip
 from respread.remedies.evict.steps import Verdict as GroupVerdict  # move.Verdict: Now/Later/No
 from respread.report.model import (
     TIER_NAMES,
@@ -17,7 +17,6 @@ from respread.report.model import (
     CostOrder,
     CoverageSection,
     DeletionCostSection,
-    Eviction,
     Report,
     Summary,
     SurgeSection,
@@ -227,14 +226,14 @@ def _plan_text(report: Report) -> list[str]:
     return out
 
 
-def _eviction_row(i: int, e: Eviction) -> list[str]:
+def _eviction_row(i: int, e: Move) -> list[str]:
     return [
         str(i),
-        f"{e.namespace}/{e.pod}",
-        e.node,
+        f"{e.pod.namespace}/{e.pod.name}",
+        e.from_node,
         where(e.from_domain),
         where(e.to_domain),
-        e.predicted_node,
+        e.to_node,
     ]
 
 

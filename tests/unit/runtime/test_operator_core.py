@@ -97,7 +97,9 @@ def test_since_and_transition_times_carry_over_between_scans() -> None:
 def test_executions_replace_planned_states() -> None:
     report = report_for("zone-scale-down")
     step = report.evictions[0]
-    refused = Execution(step.namespace, step.pod, StepStatus.BLOCKED, "refused by a budget")
+    refused = Execution(
+        step.pod.namespace, step.pod.name, StepStatus.BLOCKED, "refused by a budget"
+    )
     status = build_status(report, DEFAULT_POLICY, NOW, executions=[refused])
     assert status.plan[0].state is StepStatus.BLOCKED
     assert status.summary.evicted == 0
