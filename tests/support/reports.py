@@ -13,7 +13,7 @@ from respread.analysis.groups import WorkloadRef
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.evict.steps import Move, Verdict
-from respread.remedies.surge.plan import SurgeSkip
+from respread.remedies.surge.plan import SurgePlan, SurgeSkip
 from respread.report.model import (
     DeletionCostSection,
     Planner,
@@ -27,6 +27,7 @@ from respread.report.model import (
     Violation,
 )
 from tests.support.builders import pod as make_pod
+from tests.support.builders import workload as make_workload
 
 
 def deployment(name: str, namespace: str = "ns") -> WorkloadRef:
@@ -80,19 +81,16 @@ def eviction(pod: str, workload: str = "web", **fields: Any) -> Move:
 
 
 def surge_planned(name: str = "web", replicas: int = 4, surge: int = 2) -> SurgePlanEntry:
-    return SurgePlanEntry(
+    plan = SurgePlan(
         workload=deployment(name),
-        replicas=replicas,
+        deployment=make_workload("Deployment", name, None, "ns", replicas=replicas),
+        original=replicas,
         surge=surge,
-        target_replicas=replicas + surge,
-        ready_timeout_seconds=300.0,
         landings=(),
         victims=(),
-        predicted_misplaced_after=0,
-        landing_determined=True,
-        worst_case_misplaced_after=0,
-        steps=(f"scale spec.replicas {replicas} -> {replicas + surge}",),
+        misplaced_after=0,
     )
+    return SurgePlanEntry(plan, 300.0, (f"scale spec.replicas {replicas} -> {replicas + surge}",))
 
 
 def surges(

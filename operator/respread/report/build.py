@@ -40,7 +40,6 @@ from respread.report.model import (
     SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
-    SurgeVictim,
     UnknownNodePod,
     Violation,
 )
@@ -221,19 +220,7 @@ def surge_steps(p: SurgePlan, policy: RebalancePolicy) -> tuple[str, ...]:
 
 
 def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> SurgePlanEntry:
-    return SurgePlanEntry(
-        workload=p.workload,
-        replicas=p.original,
-        surge=p.surge,
-        target_replicas=p.original + p.surge,
-        ready_timeout_seconds=policy.remediation.surge.ready_timeout,
-        landings=p.landings,
-        victims=tuple(SurgeVictim(v.pod.name, v.pod.node_name, v.domains) for v in p.victims),
-        predicted_misplaced_after=p.misplaced_after,
-        landing_determined=p.determined,
-        worst_case_misplaced_after=p.worst_misplaced,
-        steps=surge_steps(p, policy),
-    )
+    return SurgePlanEntry(p, policy.remediation.surge.ready_timeout, surge_steps(p, policy))
 
 
 def surge_operation_entry(f: InFlight) -> SurgeOperation:

@@ -228,12 +228,13 @@ def deletion_cost_json(section: DeletionCostSection) -> Json:
     return out
 
 
-def surge_plan_json(p: SurgePlanEntry) -> Json:
+def surge_plan_json(entry: SurgePlanEntry) -> Json:
+    p = entry.plan
     return _ref(p.workload) | {
-        "replicas": p.replicas,
+        "replicas": p.original,
         "surge": p.surge,
-        "targetReplicas": p.target_replicas,
-        "readyTimeoutSeconds": p.ready_timeout_seconds,
+        "targetReplicas": p.target,
+        "readyTimeoutSeconds": entry.ready_timeout_seconds,
         "landings": [
             {
                 "node": lnd.node,
@@ -242,11 +243,14 @@ def surge_plan_json(p: SurgePlanEntry) -> Json:
             }
             for lnd in p.landings
         ],
-        "victims": [{"pod": v.pod, "node": v.node, "domains": dict(v.domains)} for v in p.victims],
-        "predictedMisplacedAfter": p.predicted_misplaced_after,
-        "landingDetermined": p.landing_determined,
-        "worstCaseMisplacedAfter": p.worst_case_misplaced_after,
-        "steps": list(p.steps),
+        "victims": [
+            {"pod": v.pod.name, "node": v.pod.node_name, "domains": dict(v.domains)}
+            for v in p.victims
+        ],
+        "predictedMisplacedAfter": p.misplaced_after,
+        "landingDetermined": p.determined,
+        "worstCaseMisplacedAfter": p.worst_misplaced,
+        "steps": list(entry.steps),
     }
 
 

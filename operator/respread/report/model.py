@@ -24,8 +24,7 @@ from respread.remedies.cost.release import CostCounts
 from respread.remedies.evict.steps import Move, Skip, Verdict
 from respread.remedies.surge.advance import ActionKind
 from respread.remedies.surge.operation import Phase
-from respread.remedies.surge.plan import SurgeSkip
-from respread.remedies.surge.predict import Landing
+from respread.remedies.surge.plan import SurgePlan, SurgeSkip
 from respread.scheduling.controller import Tier
 from respread.scheduling.outages import Outage
 
@@ -191,24 +190,12 @@ class DeletionCostSection:
 
 
 @dataclass(frozen=True, slots=True)
-class SurgeVictim:
-    pod: str
-    node: str | None
-    domains: Domains
-
-
-@dataclass(frozen=True, slots=True)
 class SurgePlanEntry:
-    workload: WorkloadRef
-    replicas: int
-    surge: int
-    target_replicas: int
+    """A planned surge move: the remedy's plan, with the policy's ready timeout and its steps
+    in words."""
+
+    plan: SurgePlan
     ready_timeout_seconds: float
-    landings: tuple[Landing, ...]
-    victims: tuple[SurgeVictim, ...]
-    predicted_misplaced_after: int
-    landing_determined: bool
-    worst_case_misplaced_after: int
     steps: tuple[str, ...]
 
 

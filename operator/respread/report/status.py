@@ -302,11 +302,11 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
     ]
     out.extend(
         SurgeDigest(
-            p.workload,
+            p.plan.workload,
             SurgeState.PLANNED,
             _cap(" / ".join(p.steps[:1])),
-            p.replicas,
-            p.target_replicas,
+            p.plan.original,
+            p.plan.target,
         )
         for p in section.plans
     )

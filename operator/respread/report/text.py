@@ -257,10 +257,10 @@ def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     if not section.plans:
         out.append("No surge move planned.")
     for p in section.plans:
-        w = p.workload
+        w, n = p.plan.workload, p.plan.original
         out.append(
             f"Would surge {w.namespace}/{w.name} (Deployment) "
-            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas{note}:"
+            f"{n} -> {p.plan.target} -> {n} replicas{note}:"
         )
         out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
     for sk in section.skipped:
