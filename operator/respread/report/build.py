@@ -22,7 +22,6 @@ from respread.remedies.choose import chosen, remedies
 from respread.remedies.cost.order import CostPlan, PodCost, ReplicaSetOrder
 from respread.remedies.evict.planner import Outcome, Plan
 from respread.remedies.evict.steps import SkipKind, Verdict
-from respread.remedies.surge.advance import InFlight
 from respread.remedies.surge.plan import SurgePlan, SurgeReport
 from respread.report.model import (
     CostEntry,
@@ -36,8 +35,6 @@ from respread.report.model import (
     Predicted,
     Report,
     Summary,
-    SurgeNext,
-    SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
     UnknownNodePod,
@@ -223,23 +220,6 @@ def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> SurgePlanEntry:
     return SurgePlanEntry(p, policy.remediation.surge.ready_timeout, surge_steps(p, policy))
 
 
-def surge_operation_entry(f: InFlight) -> SurgeOperation:
-    op = f.operation
-    return SurgeOperation(
-        workload=f.workload,
-        policy=op.policy,
-        phase=op.phase,
-        original_replicas=op.original,
-        target_replicas=op.target,
-        replicas=f.deployment.replicas,
-        ready_replicas=f.deployment.rollout.ready if f.deployment.rollout else 0,
-        started=op.started,
-        deadline=op.deadline,
-        next=SurgeNext(f.action.kind, f.action.reason),
-        victims=tuple(v.pod.name for v in f.action.victims),
-    )
-
-
 def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSection:
     if surge is None:
         return SurgeSection(enabled=False)
@@ -247,7 +227,7 @@ def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSe
         enabled=surge.enabled,
         plans=tuple(surge_plan_entry(p, policy) for p in surge.plans),
         skipped=surge.skips,
-        operations=tuple(surge_operation_entry(f) for f in surge.in_flight),
+        operations=surge.in_flight,
     )
 
 

@@ -21,6 +21,7 @@ from respread.remedies.choose import RemedyVerdict
 from respread.remedies.cost.order import Excluded
 from respread.remedies.cost.release import CostCounts
 from respread.remedies.evict.steps import Move, Skip
+from respread.remedies.surge.advance import InFlight
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
@@ -42,7 +43,6 @@ from respread.report.model import (
     StatusViolation,
     Summary,
     SurgeDigest,
-    SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
     Violation,
@@ -254,18 +254,19 @@ def surge_plan_json(entry: SurgePlanEntry) -> Json:
     }
 
 
-def _operation(op: SurgeOperation) -> Json:
-    return _ref(op.workload) | {
+def _operation(f: InFlight) -> Json:
+    op = f.operation
+    return _ref(f.workload) | {
         "policy": op.policy,
         "phase": op.phase.value,
-        "originalReplicas": op.original_replicas,
-        "targetReplicas": op.target_replicas,
-        "replicas": op.replicas,
-        "readyReplicas": op.ready_replicas,
+        "originalReplicas": op.original,
+        "targetReplicas": op.target,
+        "replicas": f.deployment.replicas,
+        "readyReplicas": f.ready_replicas,
         "started": op.started,
         "deadline": op.deadline,
-        "next": {"action": op.next.action.value, "reason": op.next.reason},
-        "victims": list(op.victims),
+        "next": {"action": f.action.kind.value, "reason": f.action.reason},
+        "victims": [v.pod.name for v in f.action.victims],
     }
 
 

@@ -22,7 +22,7 @@ from respread.remedies.choose import Remedy, RemedyVerdict
 from respread.remedies.cost.order import Excluded, OrderState
 from respread.remedies.cost.release import CostCounts
 from respread.remedies.evict.steps import Move, Skip, Verdict
-from respread.remedies.surge.advance import ActionKind
+from respread.remedies.surge.advance import InFlight
 from respread.remedies.surge.operation import Phase
 from respread.remedies.surge.plan import SurgePlan, SurgeSkip
 from respread.scheduling.controller import Tier
@@ -200,32 +200,11 @@ class SurgePlanEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class SurgeNext:
-    action: ActionKind
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeOperation:
-    workload: WorkloadRef
-    policy: str
-    phase: Phase
-    original_replicas: int
-    target_replicas: int
-    replicas: int | None  # now
-    ready_replicas: int
-    started: float
-    deadline: float
-    next: SurgeNext
-    victims: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class SurgeSection:
     enabled: bool
     plans: tuple[SurgePlanEntry, ...] = ()
     skipped: tuple[SurgeSkip, ...] = ()
-    operations: tuple[SurgeOperation, ...] = ()
+    operations: tuple[InFlight, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,13 +292,13 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
     section = report.surge
     out = [
         SurgeDigest(
-            op.workload,
-            SurgeState.of(op.phase),
-            _cap(f"next: {op.next.action.value} ({op.next.reason})"),
-            op.original_replicas,
-            op.target_replicas,
+            f.workload,
+            SurgeState.of(f.operation.phase),
+            _cap(f"next: {f.action.kind.value} ({f.action.reason})"),
+            f.operation.original,
+            f.operation.target,
         )
-        for op in section.operations
+        for f in section.operations
     ]
     out.extend(
         SurgeDigest(

@@ -265,12 +265,12 @@ def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
         out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
     for sk in section.skipped:
         out.append(f"Not surged: {sk.workload.namespace}/{sk.workload.name}: {sk.reason}")
-    for op in section.operations:
-        w = op.workload
+    for f in section.operations:
+        w, op = f.workload, f.operation
         out.append(
             f"Surge in flight: {w.namespace}/{w.name} {op.phase.value} "
-            f"({op.original_replicas} -> {op.target_replicas}, {op.ready_replicas} Ready); "
-            f"next: {op.next.action.value} ({op.next.reason})"
+            f"({op.original} -> {op.target}, {f.ready_replicas} Ready); "
+            f"next: {f.action.kind.value} ({f.action.reason})"
         )
     return out
 
