@@ -625,6 +625,28 @@ SIZE_HELP = "refuse a snapshot larger than this in total (default 512Mi; a quant
 CONTEXT_HELP = "the kubeconfig context to use with --kubeconfig (default: its current context)"
 
 
+def _operator_options(p: argparse.ArgumentParser, policy_name_help: str) -> None:
+    """--policy-name and --operator-namespace: with --kubeconfig, as the operator would."""
+    p.add_argument("--policy-name", metavar="NAME", help=policy_name_help)
+    p.add_argument(
+        "--operator-namespace",
+        default="respread-system",
+        metavar="NAMESPACE",
+        help="with --policy-name: the operator's namespace, where its eviction ledger is"
+        " (default: respread-system)",
+    )
+
+
+def _size_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-snapshot-size",
+        type=byte_size,
+        default=DEFAULT_LIMITS.max_bytes,
+        metavar="SIZE",
+        help=SIZE_HELP,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="respread",
@@ -648,19 +670,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--kubeconfig", metavar="FILE", help="read a live cluster once instead of a snapshot"
     )
     p.add_argument("--context", metavar="NAME", help=CONTEXT_HELP)
-    p.add_argument(
-        "--policy-name",
-        metavar="NAME",
-        help="with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
+    _operator_options(
+        p,
+        "with --kubeconfig: plan as the operator plans RebalancePolicy NAME in that cluster"
         " (its spec; the causes, cooldowns and back-offs its status remembers; the other"
         " policies; in Enforce, the evictions its ledger records)",
-    )
-    p.add_argument(
-        "--operator-namespace",
-        default="respread-system",
-        metavar="NAMESPACE",
-        help="with --policy-name: the operator's namespace, where its eviction ledger is"
-        " (default: respread-system)",
     )
     p.add_argument(
         "-n",
@@ -683,13 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     p.add_argument("-q", "--quiet", action="store_true", help="do not warn about left-out objects")
-    p.add_argument(
-        "--max-snapshot-size",
-        type=byte_size,
-        default=DEFAULT_LIMITS.max_bytes,
-        metavar="SIZE",
-        help=SIZE_HELP,
-    )
+    _size_option(p)
     p.set_defaults(func=cmd_plan)
 
     e = sub.add_parser(
@@ -708,29 +716,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--policy", metavar="FILE", help="a RebalancePolicy manifest (default: defaults)"
     )
-    e.add_argument(
-        "--policy-name",
-        metavar="NAME",
-        help="with --kubeconfig: answer as the operator would for RebalancePolicy NAME",
-    )
-    e.add_argument(
-        "--operator-namespace",
-        default="respread-system",
-        metavar="NAMESPACE",
-        help="with --policy-name: the operator's namespace, where its eviction ledger is"
-        " (default: respread-system)",
-    )
+    _operator_options(e, "with --kubeconfig: answer as the operator would for RebalancePolicy NAME")
     e.add_argument("--now", metavar="TIME", help="evaluate pod ages at this RFC 3339 time")
     e.add_argument("pod", metavar="NAMESPACE/POD")
     e.add_argument("-o", "--output", choices=("text", "json"), default="text")
     e.add_argument("-q", "--quiet", action="store_true")
-    e.add_argument(
-        "--max-snapshot-size",
-        type=byte_size,
-        default=DEFAULT_LIMITS.max_bytes,
-        metavar="SIZE",
-        help=SIZE_HELP,
-    )
+    _size_option(e)
     e.set_defaults(func=cmd_explain)
     c = sub.add_parser(
         "convert", help="write the RebalancePolicy equivalent to a descheduler's policy"

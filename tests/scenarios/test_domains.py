@@ -39,8 +39,8 @@ def _found(d: Path, policy_name: str) -> dict[str, Any]:
     report = scan(loaded.state, policy, parse_now(expect["now"])).report
     return {
         "outages": [str(o) for o in report.outages],
-        "evictions": [f"{e.namespace}/{e.pod}" for e in report.evictions],
-        "deferred": [f"{e.namespace}/{e.pod}" for e in report.deferred],
+        "evictions": [f"{e.pod.namespace}/{e.pod.name}" for e in report.evictions],
+        "deferred": [f"{e.pod.namespace}/{e.pod.name}" for e in report.deferred],
         "violations": {
             f"{v.workload} {v.topology_key}": {
                 "fixable": v.fixable,

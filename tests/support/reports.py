@@ -12,10 +12,10 @@ from respread.analysis.causes import Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import When
 from respread.inputs.policy import Mode
-from respread.remedies.evict.steps import Verdict
+from respread.remedies.evict.steps import Move, Verdict
+from respread.remedies.surge.plan import SurgePlan, SurgeSkip
 from respread.report.model import (
     DeletionCostSection,
-    Eviction,
     Planner,
     PlannerMethod,
     PolicyRef,
@@ -24,9 +24,10 @@ from respread.report.model import (
     Summary,
     SurgePlanEntry,
     SurgeSection,
-    SurgeSkipped,
     Violation,
 )
+from tests.support.builders import pod as make_pod
+from tests.support.builders import workload as make_workload
 
 
 def deployment(name: str, namespace: str = "ns") -> WorkloadRef:
@@ -66,34 +67,30 @@ def violation(
     return replace(v, **fields)
 
 
-def eviction(pod: str, workload: str = "web", **fields: Any) -> Eviction:
-    e = Eviction(
-        namespace="ns",
-        pod=pod,
+def eviction(pod: str, workload: str = "web", **fields: Any) -> Move:
+    e = Move(
+        pod=make_pod(pod, "n1", namespace="ns"),
         workload=deployment(workload),
-        node="n1",
+        from_node="n1",
+        to_node="n2",
         from_domain=(("zone", "z1"),),
         to_domain=(("zone", "z2"),),
-        predicted_node="n2",
         reason="zone: skew 2 > maxSkew 1",
     )
     return replace(e, **fields)
 
 
 def surge_planned(name: str = "web", replicas: int = 4, surge: int = 2) -> SurgePlanEntry:
-    return SurgePlanEntry(
+    plan = SurgePlan(
         workload=deployment(name),
-        replicas=replicas,
+        deployment=make_workload("Deployment", name, None, "ns", replicas=replicas),
+        original=replicas,
         surge=surge,
-        target_replicas=replicas + surge,
-        ready_timeout_seconds=300.0,
         landings=(),
         victims=(),
-        predicted_misplaced_after=0,
-        landing_determined=True,
-        worst_case_misplaced_after=0,
-        steps=(f"scale spec.replicas {replicas} -> {replicas + surge}",),
+        misplaced_after=0,
     )
+    return SurgePlanEntry(plan, 300.0, (f"scale spec.replicas {replicas} -> {replicas + surge}",))
 
 
 def surges(
@@ -103,14 +100,14 @@ def surges(
     return SurgeSection(
         enabled=True,
         plans=tuple(planned),
-        skipped=tuple(SurgeSkipped(deployment(n), reason) for n, reason in skipped),
+        skipped=tuple(SurgeSkip(deployment(n), reason) for n, reason in skipped),
     )
 
 
 def report(
     violations: Iterable[Violation] = (),
-    evictions: Iterable[Eviction] = (),
-    deferred: Iterable[Eviction] = (),
+    evictions: Iterable[Move] = (),
+    deferred: Iterable[Move] = (),
     **fields: Any,
 ) -> Report:
     found, moves, later = tuple(violations), tuple(evictions), tuple(deferred)

@@ -38,6 +38,17 @@ def parse_rfc3339(value: str) -> float:
     return moment.timestamp() + micro
 
 
+def rfc3339_or_none(value: object) -> float | None:
+    """Seconds since the epoch, or None where ``value`` is not an RFC 3339 time (a field that
+    may be absent or unreadable, and is then simply not known)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError:
+        return None
+
+
 def format_rfc3339(t: float, *, micro: bool = False) -> str:
     """Seconds since the epoch in UTC, as metav1.Time writes them (whole seconds), or with
     ``micro`` as metav1.MicroTime does (microseconds: a Lease's acquire and renew times)."""

@@ -100,6 +100,31 @@ def kind_is_list(mapping: dict[Any, Any]) -> bool:
     return isinstance(kind, str) and kind.endswith("List")
 
 
+def cut_short(root: Any) -> Settled:
+    """What the items read so far of a root cut short were: they stand, and kubectl writes
+    `kind` after `items`, so a List cut short is taken for one unless its kind said otherwise."""
+    kind = root.get("kind") if isinstance(root, dict) else None
+    return Settled(not isinstance(kind, str) or kind.endswith("List"), None)
+
+
+def settle(root: dict[Any, Any], bad: Unreadable | None) -> Iterator[Any]:
+    """What the items of a root mapping's ``items``, handed on one by one, were, once the rest
+    of it is read: a List's, or those of one object (``root``, or its LeftOut where ``bad``
+    says an unreadable value may be in it). A second ``items`` read whole wins."""
+    if "items" in root:
+        yield Settled(False, None)
+        yield from unwrap(root, bad)
+        return
+    if kind_is_list(root):
+        yield Settled(True, None)
+        return
+    found = first_unreadable(root) if bad is not None else None
+    if found is None:
+        yield Settled(False, root)
+        return
+    yield Settled(False, LeftOut(root, field_path(found[0]), found[1].message))
+
+
 def unwrap(value: Any, bad: Unreadable | None) -> Iterator[Any]:
     """The objects of a value read whole: the items of a list or a ``kind: List`` (nested
     ones too), or the value itself; each one holding an unreadable value becomes a LeftOut."""

@@ -23,12 +23,11 @@ from respread.inputs.entries import (
     LIST_ITEMS,
     InputError,
     LeftOut,
-    Settled,
     Unreadable,
-    field_path,
+    cut_short,
+    settle,
     unwrap,
 )
-from respread.inputs.entries import first_unreadable as _first_unreadable
 
 # Longer than any int64; refused before Python converts it (which is quadratic in the digits).
 MAX_INTEGER_CHARS = 400
@@ -101,8 +100,7 @@ class JsonReader:
         """The items read so far of a List cut short stand (kubectl writes `kind` after
         `items`: a List is taken for one unless its kind said otherwise); the rest is left out."""
         if self._open_list is not None:
-            kind = self._open_list.get("kind")
-            yield Settled(not isinstance(kind, str) or kind.endswith("List"), None)
+            yield cut_short(self._open_list)
         yield LeftOut(None, "", f"{why} (the rest is left out)")
 
     def _value(self, text: str, pos: int, depth: int) -> tuple[Any, int]:
@@ -245,22 +243,10 @@ class JsonReader:
 
     def _settle(self, root: dict[str, Any], streamed: bool, bad: bool) -> Iterator[Any]:
         marker = _SOME_BAD if bad else None
-        if not streamed:
+        if streamed:
+            yield from settle(root, marker)
+        else:
             yield from unwrap(root, marker)
-            return
-        if "items" in root:  # a second `items`, read whole: it wins
-            yield Settled(False, None)
-            yield from unwrap(root, marker)
-            return
-        kind = root.get("kind")
-        if isinstance(kind, str) and kind.endswith("List"):
-            yield Settled(True, None)
-            return
-        found = _first_unreadable(root) if bad else None
-        if found is None:
-            yield Settled(False, root)
-            return
-        yield Settled(False, LeftOut(root, field_path(found[0]), found[1].message))
 
 
 def _nested(levels: int) -> str:

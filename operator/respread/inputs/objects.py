@@ -53,7 +53,7 @@ from respread.core.model import (
     Workload,
 )
 from respread.core.quantity import QuantityError, milli, units
-from respread.core.timestamps import parse_rfc3339
+from respread.core.timestamps import parse_rfc3339, rfc3339_or_none
 from respread.inputs.documents import InputError, documents_from_text, read_documents
 from respread.inputs.entries import LIST_ITEMS, LeftOut, Settled
 from respread.inputs.evidence import with_evidence
@@ -909,13 +909,7 @@ def _ready(status: Mapping[str, Any], default: bool) -> bool:
 def _ready_changed(status: Mapping[str, Any]) -> float | None:
     """When the node's Ready condition last changed (None: not said, or not a time)."""
     cond = _condition(status, "Ready")
-    value = cond.get("lastTransitionTime") if cond is not None else None
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_rfc3339(value)
-    except ValueError:
-        return None
+    return rfc3339_or_none(cond.get("lastTransitionTime")) if cond is not None else None
 
 
 def _unschedulable(status: Mapping[str, Any]) -> str | None:

@@ -30,9 +30,10 @@ from respread.inputs.entries import (
     LeftOut,
     Settled,
     Unreadable,
+    cut_short,
     field_path,
-    first_unreadable,
     kind_is_list,
+    settle,
     unwrap,
 )
 
@@ -134,8 +135,7 @@ class YamlReader:
         if root is not None and root.streamed:
             # The items read so far stand; kubectl writes `kind` after `items`, so a List cut
             # short is taken for one unless its kind said otherwise.
-            kind = root.items.get("kind") if isinstance(root.items, dict) else None
-            yield Settled(not isinstance(kind, str) or kind.endswith("List"), None)
+            yield cut_short(root.items)
         start = root.start.start_mark.line + 1 + self._offset if root is not None else None
         where = (
             f" (in the document at line {start}; what follows the error in it is left out)"
@@ -197,19 +197,9 @@ class YamlReader:
             yield from unwrap(value, bad)
             return
         self._streamed_root = False
-        if value.get("items") is not _HANDED_ON:  # a second `items`, read whole: it wins
-            yield Settled(False, None)
-            yield from unwrap(value, bad)
-            return
-        del value["items"]
-        if kind_is_list(value):
-            yield Settled(True, None)
-            return
-        found = first_unreadable(value) if bad is not None else None
-        if found is None:
-            yield Settled(False, value)
-            return
-        yield Settled(False, LeftOut(value, field_path(found[0]), found[1].message))
+        if value.get("items") is _HANDED_ON:
+            del value["items"]
+        yield from settle(value, bad)
 
     # ------------------------------------------------------------------------------ values
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Iterator
@@ -218,6 +219,17 @@ def with_timeouts(api: client.ApiClient, timeouts: Timeouts) -> client.ApiClient
         inner = inner.inner
     api.rest_client = _TimedRest(inner, timeouts)
     return api
+
+
+def pooled_client(api: client.ApiClient, connections: int, timeouts: Timeouts) -> client.ApiClient:
+    """A client of its own, on ``api``'s configuration and user agent, pooling ``connections``
+    connections, its requests bounded by ``timeouts``: for a set of threads that each hold a
+    connection open (a watch each), so they neither wait for ``api``'s pool nor starve it."""
+    config = copy.deepcopy(api.configuration)
+    config.connection_pool_maxsize = connections
+    own = with_timeouts(client.ApiClient(config), timeouts)
+    own.user_agent = api.user_agent
+    return own
 
 
 # A JSON merge patch as respread's field manager, its response left unparsed (the caller reads

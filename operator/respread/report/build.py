@@ -19,33 +19,24 @@ from respread.analysis.pinned import pinned_members
 from respread.core.limits import few_named
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.choose import chosen, remedies
-from respread.remedies.cost.order import CostPlan, Excluded, PodCost, ReplicaSetOrder
-from respread.remedies.evict.planner import Move, Outcome, Plan, Skip
+from respread.remedies.cost.order import CostPlan, PodCost, ReplicaSetOrder
+from respread.remedies.evict.planner import Outcome, Plan
 from respread.remedies.evict.steps import SkipKind, Verdict
-from respread.remedies.surge.advance import InFlight
-from respread.remedies.surge.plan import SurgePlan, SurgeReport, SurgeSkip
+from respread.remedies.surge.plan import SurgePlan, SurgeReport
 from respread.report.model import (
     CostEntry,
-    CostExcluded,
     CostOrder,
     CostPatch,
     CoverageSection,
     DeletionCostSection,
-    Eviction,
     Planner,
     PlannerMethod,
     PolicyRef,
     Predicted,
     Report,
-    Skipped,
     Summary,
-    SurgeLanding,
-    SurgeNext,
-    SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
-    SurgeSkipped,
-    SurgeVictim,
     UnknownNodePod,
     Violation,
 )
@@ -132,31 +123,6 @@ def _pinned(outcome: Outcome, analysis: Analysis) -> tuple[int, str]:
     )
 
 
-def eviction_entry(move: Move) -> Eviction:
-    return Eviction(
-        namespace=move.pod.namespace,
-        pod=move.pod.name,
-        workload=move.workload,
-        node=move.from_node,
-        from_domain=move.from_domain,
-        to_domain=move.to_domain,
-        predicted_node=move.to_node,
-        reason=move.reason,
-        deferred_by=move.deferred_by,
-    )
-
-
-def skipped_entry(skip: Skip) -> Skipped:
-    return Skipped(
-        namespace=skip.pod.namespace,
-        pod=skip.pod.name,
-        workload=skip.workload,
-        node=skip.pod.node_name,
-        kind=skip.kind,
-        reason=skip.reason,
-    )
-
-
 def worst_first(outcomes: tuple[Outcome, ...]) -> list[Outcome]:
     return sorted(
         outcomes,
@@ -198,17 +164,13 @@ def order_entry(order: ReplicaSetOrder) -> CostOrder:
     )
 
 
-def excluded_entry(excluded: Excluded) -> CostExcluded:
-    return CostExcluded(excluded.workload, excluded.pods, excluded.reason)
-
-
 def deletion_cost_section(costs: CostPlan | None) -> DeletionCostSection:
     if costs is None:
         return DeletionCostSection(enabled=False)
     return DeletionCostSection(
         enabled=True,
         orders=tuple(order_entry(o) for o in costs.orders),
-        excluded=tuple(excluded_entry(e) for e in costs.excluded),
+        excluded=costs.excluded,
         patches=tuple(
             CostPatch(p.pod.namespace, p.pod.name, p.current, p.desired) for p in costs.patches
         ),
@@ -255,40 +217,7 @@ def surge_steps(p: SurgePlan, policy: RebalancePolicy) -> tuple[str, ...]:
 
 
 def surge_plan_entry(p: SurgePlan, policy: RebalancePolicy) -> SurgePlanEntry:
-    return SurgePlanEntry(
-        workload=p.workload,
-        replicas=p.original,
-        surge=p.surge,
-        target_replicas=p.original + p.surge,
-        ready_timeout_seconds=policy.remediation.surge.ready_timeout,
-        landings=tuple(SurgeLanding(lnd.node, lnd.domains, lnd.others) for lnd in p.landings),
-        victims=tuple(SurgeVictim(v.pod.name, v.pod.node_name, v.domains) for v in p.victims),
-        predicted_misplaced_after=p.misplaced_after,
-        landing_determined=p.determined,
-        worst_case_misplaced_after=p.worst_misplaced,
-        steps=surge_steps(p, policy),
-    )
-
-
-def surge_operation_entry(f: InFlight) -> SurgeOperation:
-    op = f.operation
-    return SurgeOperation(
-        workload=f.workload,
-        policy=op.policy,
-        phase=op.phase,
-        original_replicas=op.original,
-        target_replicas=op.target,
-        replicas=f.deployment.replicas,
-        ready_replicas=f.deployment.rollout.ready if f.deployment.rollout else 0,
-        started=op.started,
-        deadline=op.deadline,
-        next=SurgeNext(f.action.kind, f.action.reason),
-        victims=tuple(v.pod.name for v in f.action.victims),
-    )
-
-
-def _surge_skipped(s: SurgeSkip) -> SurgeSkipped:
-    return SurgeSkipped(s.workload, s.reason)
+    return SurgePlanEntry(p, policy.remediation.surge.ready_timeout, surge_steps(p, policy))
 
 
 def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSection:
@@ -297,8 +226,8 @@ def surge_section(surge: SurgeReport | None, policy: RebalancePolicy) -> SurgeSe
     return SurgeSection(
         enabled=surge.enabled,
         plans=tuple(surge_plan_entry(p, policy) for p in surge.plans),
-        skipped=tuple(_surge_skipped(s) for s in surge.skips),
-        operations=tuple(surge_operation_entry(f) for f in surge.in_flight),
+        skipped=surge.skips,
+        operations=surge.in_flight,
     )
 
 
@@ -376,9 +305,9 @@ def build_report(
             )
             for o in worst_first(plan.outcomes)
         ),
-        evictions=tuple(eviction_entry(m) for m in plan.moves),
-        deferred=tuple(eviction_entry(m) for m in plan.deferred),
-        skipped=tuple(skipped_entry(s) for s in plan.skipped),
+        evictions=plan.moves,
+        deferred=plan.deferred,
+        skipped=plan.skipped,
         predicted=Predicted(
             violations=plan.predicted_violations,
             violating_pods=sum(o.violating_after_run for o in plan.outcomes),

@@ -61,8 +61,8 @@ HEADER = [
 def render_compact(report: Report) -> str:
     """One line per violation under a header; ``*`` after a verdict: counted without some
     pods (coverage lines below say which)."""
-    now = Counter((e.namespace, e.workload.kind, e.workload.name) for e in report.evictions)
-    later = Counter((e.namespace, e.workload.kind, e.workload.name) for e in report.deferred)
+    now = Counter((e.pod.namespace, e.workload.kind, e.workload.name) for e in report.evictions)
+    later = Counter((e.pod.namespace, e.workload.kind, e.workload.name) for e in report.deferred)
     rows = [HEADER, *(_row(v, now, later) for v in report.violations)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines = (

@@ -18,24 +18,24 @@ from respread.analysis.pending import PendingPod, Unblock
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import API_VERSION
 from respread.remedies.choose import RemedyVerdict
+from respread.remedies.cost.order import Excluded
+from respread.remedies.cost.release import CostCounts
+from respread.remedies.evict.steps import Move, Skip
+from respread.remedies.surge.advance import InFlight
 from respread.report.model import (
     TIER_NAMES,
     ConditionsStatus,
     Cooldown,
     CostEntry,
-    CostExcluded,
     CostOrder,
     CostPatch,
     CoverageSection,
     DeletionCostSection,
-    DeletionCostStatus,
     DomainPods,
     DomainsDigest,
-    Eviction,
     MatchLabels,
     PlanStep,
     Report,
-    Skipped,
     Status,
     StatusCondition,
     StatusPending,
@@ -43,7 +43,6 @@ from respread.report.model import (
     StatusViolation,
     Summary,
     SurgeDigest,
-    SurgeOperation,
     SurgePlanEntry,
     SurgeSection,
     Violation,
@@ -72,7 +71,8 @@ def _optional(out: Json, **fields: object) -> Json:
 # ---- the report ---------------------------------------------------------------------------
 
 
-def _summary(s: Summary) -> Json:
+def _summary(s: Summary, enforcement: Json | None = None) -> Json:
+    """The report's summary; the status's adds what enforcement did (``enforcement``)."""
     return {
         "nodes": s.nodes,
         "pods": s.pods,
@@ -83,6 +83,7 @@ def _summary(s: Summary) -> Json:
         "deferredEvictions": s.deferred_evictions,
         "blocked": s.blocked,
         "skipped": s.skipped,
+        **(enforcement or {}),
         "waiting": s.waiting,
         "partlyFixable": s.partly_fixable,
         "pendingPods": s.pending,
@@ -142,26 +143,33 @@ def violation_json(v: Violation) -> Json:
     return entry
 
 
-def eviction_json(e: Eviction) -> Json:
-    entry: Json = {
-        "namespace": e.namespace,
-        "pod": e.pod,
-        "workload": _workload(e.workload),
-        "node": e.node,
+def _landing(e: Move) -> Json:
+    """Where an eviction moves its pod from and to."""
+    return {
         "fromDomain": dict(e.from_domain),
         "toDomain": dict(e.to_domain),
-        "predictedNode": e.predicted_node,
+        "predictedNode": e.to_node,
+    }
+
+
+def eviction_json(e: Move) -> Json:
+    entry: Json = {
+        "namespace": e.pod.namespace,
+        "pod": e.pod.name,
+        "workload": _workload(e.workload),
+        "node": e.from_node,
+        **_landing(e),
         "reason": e.reason,
     }
     return _optional(entry, deferredBy=e.deferred_by)
 
 
-def _skipped(s: Skipped) -> Json:
+def _skipped(s: Skip) -> Json:
     return {
-        "namespace": s.namespace,
-        "pod": s.pod,
+        "namespace": s.pod.namespace,
+        "pod": s.pod.name,
         "workload": _workload(s.workload),
-        "node": s.node,
+        "node": s.pod.node_name,
         "kind": s.kind.value,
         "reason": s.reason,
     }
@@ -199,7 +207,7 @@ def _order(o: CostOrder) -> Json:
     return out
 
 
-def _excluded(x: CostExcluded) -> Json:
+def _excluded(x: Excluded) -> Json:
     return _ref(x.workload) | {"pods": x.pods, "reason": x.reason}
 
 
@@ -220,40 +228,45 @@ def deletion_cost_json(section: DeletionCostSection) -> Json:
     return out
 
 
-def surge_plan_json(p: SurgePlanEntry) -> Json:
+def surge_plan_json(entry: SurgePlanEntry) -> Json:
+    p = entry.plan
     return _ref(p.workload) | {
-        "replicas": p.replicas,
+        "replicas": p.original,
         "surge": p.surge,
-        "targetReplicas": p.target_replicas,
-        "readyTimeoutSeconds": p.ready_timeout_seconds,
+        "targetReplicas": p.target,
+        "readyTimeoutSeconds": entry.ready_timeout_seconds,
         "landings": [
             {
                 "node": lnd.node,
                 "domains": dict(lnd.domains),
-                "alsoAdmitted": [dict(d) for d in lnd.also_admitted],
+                "alsoAdmitted": [dict(d) for d in lnd.others],
             }
             for lnd in p.landings
         ],
-        "victims": [{"pod": v.pod, "node": v.node, "domains": dict(v.domains)} for v in p.victims],
-        "predictedMisplacedAfter": p.predicted_misplaced_after,
-        "landingDetermined": p.landing_determined,
-        "worstCaseMisplacedAfter": p.worst_case_misplaced_after,
-        "steps": list(p.steps),
+        "victims": [
+            {"pod": v.pod.name, "node": v.pod.node_name, "domains": dict(v.domains)}
+            for v in p.victims
+        ],
+        "predictedMisplacedAfter": p.misplaced_after,
+        "landingDetermined": p.determined,
+        "worstCaseMisplacedAfter": p.worst_misplaced,
+        "steps": list(entry.steps),
     }
 
 
-def _operation(op: SurgeOperation) -> Json:
-    return _ref(op.workload) | {
+def _operation(f: InFlight) -> Json:
+    op = f.operation
+    return _ref(f.workload) | {
         "policy": op.policy,
         "phase": op.phase.value,
-        "originalReplicas": op.original_replicas,
-        "targetReplicas": op.target_replicas,
-        "replicas": op.replicas,
-        "readyReplicas": op.ready_replicas,
+        "originalReplicas": op.original,
+        "targetReplicas": op.target,
+        "replicas": f.deployment.replicas,
+        "readyReplicas": f.ready_replicas,
         "started": op.started,
         "deadline": op.deadline,
-        "next": {"action": op.next.action.value, "reason": op.next.reason},
-        "victims": list(op.victims),
+        "next": {"action": f.action.kind.value, "reason": f.action.reason},
+        "victims": [v.pod.name for v in f.action.victims],
     }
 
 
@@ -440,32 +453,18 @@ def condition_json(c: StatusCondition) -> Json:
 
 
 def _status_summary(s: StatusSummary) -> Json:
-    return {
-        "nodes": s.nodes,
-        "pods": s.pods,
-        "constraintGroups": s.constraint_groups,
-        "violations": s.violations,
-        "unfixable": s.unfixable,
-        "plannedEvictions": s.planned_evictions,
-        "deferredEvictions": s.deferred_evictions,
-        "blocked": s.blocked,
-        "skipped": s.skipped,
-        "evicted": s.evicted,
-        "failed": s.failed,
-        "waiting": s.waiting,
-        "partlyFixable": s.partly_fixable,
-        "pendingPods": s.pending,
-    }
+    return _summary(s.counts, {"evicted": s.evicted, "failed": s.failed})
 
 
-def _status_pending(p: StatusPending) -> Json:
+def _status_pending(s: StatusPending) -> Json:
+    p = s.pending
     return _ref(p.workload) | {
-        "pod": p.pod,
+        "pod": p.pod.name,
         "topologyKey": p.topology_key,
-        "domains": list(p.domains),
-        "reason": p.reason,
-        "message": p.message,
-        "unblock": p.unblock,
+        "domains": [a.domain for a in p.admitted],
+        "reason": p.obstacle.value,
+        "message": s.message,
+        "unblock": s.unblock,
     }
 
 
@@ -482,7 +481,8 @@ def _digest(d: DomainsDigest) -> Json:
     return out
 
 
-def _status_violation(v: StatusViolation) -> Json:
+def _status_violation(s: StatusViolation) -> Json:
+    v = s.violation
     entry = _ref(v.workload) | {
         "topologyKey": v.topology_key,
         **_match_labels(v.match_labels),
@@ -490,12 +490,12 @@ def _status_violation(v: StatusViolation) -> Json:
         "minDomains": v.min_domains,
         "skew": v.skew,
         "globalMinimum": v.global_minimum,
-        "domains": _digest(v.domains),
+        "domains": _digest(s.domains),
         "pods": v.pods,
         "violatingPods": v.violating_pods,
         "cause": v.cause.value,
         "causeMessage": v.cause_message,
-        "since": v.since,
+        "since": s.since,
         "fixable": v.fixable,
         "verdict": v.verdict.value,
         "message": v.message,
@@ -508,14 +508,13 @@ def _status_violation(v: StatusViolation) -> Json:
 
 
 def _step(s: PlanStep) -> Json:
+    e = s.eviction
     return {
-        "namespace": s.namespace,
-        "pod": s.pod,
-        "node": s.node,
-        "workload": _workload(s.workload),
-        "fromDomain": dict(s.from_domain),
-        "toDomain": dict(s.to_domain),
-        "predictedNode": s.predicted_node,
+        "namespace": e.pod.namespace,
+        "pod": e.pod.name,
+        "node": e.from_node,
+        "workload": _workload(e.workload),
+        **_landing(e),
         "state": s.state.value,
         "reason": s.reason,
     }
@@ -544,7 +543,7 @@ def _surge_digest(s: SurgeDigest) -> Json:
     return out
 
 
-def deletion_cost_status_json(d: DeletionCostStatus) -> Json:
+def deletion_cost_status_json(d: CostCounts) -> Json:
     """`status.deletionCost`: what the last scan (or deletion pass) wrote and took back."""
     return {
         "written": d.written,
@@ -563,7 +562,7 @@ def deletion_cost_status_json(d: DeletionCostStatus) -> Json:
         ],
         "skipped": d.skipped,
         "failed": d.failed,
-        "leftForLaterScans": d.left_for_later_scans,
+        "leftForLaterScans": d.left,
         "managed": d.managed,
     }
 

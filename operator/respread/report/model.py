@@ -19,10 +19,12 @@ from respread.analysis.pending import PendingPod
 from respread.core.model import When
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
-from respread.remedies.cost.order import OrderState
-from respread.remedies.evict.steps import SkipKind, Verdict
-from respread.remedies.surge.advance import ActionKind
+from respread.remedies.cost.order import Excluded, OrderState
+from respread.remedies.cost.release import CostCounts
+from respread.remedies.evict.steps import Move, Skip, Verdict
+from respread.remedies.surge.advance import InFlight
 from respread.remedies.surge.operation import Phase
+from respread.remedies.surge.plan import SurgePlan, SurgeSkip
 from respread.scheduling.controller import Tier
 from respread.scheduling.outages import Outage
 
@@ -134,31 +136,6 @@ class Violation:
 
 
 @dataclass(frozen=True, slots=True)
-class Eviction:
-    """One planned eviction (``evictions[]``), or one left for later runs (``deferred[]``)."""
-
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    node: str
-    from_domain: Domains
-    to_domain: Domains
-    predicted_node: str
-    reason: str
-    deferred_by: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    node: str | None
-    kind: SkipKind
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
 class Predicted:
     violations: int
     violating_pods: int
@@ -195,13 +172,6 @@ class CostOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class CostExcluded:
-    workload: WorkloadRef
-    pods: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
 class CostPatch:
     namespace: str
     pod: str
@@ -213,74 +183,28 @@ class CostPatch:
 class DeletionCostSection:
     enabled: bool
     orders: tuple[CostOrder, ...] = ()
-    excluded: tuple[CostExcluded, ...] = ()
+    excluded: tuple[Excluded, ...] = ()
     patches: tuple[CostPatch, ...] = ()
     deferred_patches: int = 0
     overlaps: int | None = None  # None with the remedy disabled
 
 
 @dataclass(frozen=True, slots=True)
-class SurgeLanding:
-    node: str
-    domains: Domains
-    also_admitted: tuple[Domains, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeVictim:
-    pod: str
-    node: str | None
-    domains: Domains
-
-
-@dataclass(frozen=True, slots=True)
 class SurgePlanEntry:
-    workload: WorkloadRef
-    replicas: int
-    surge: int
-    target_replicas: int
+    """A planned surge move: the remedy's plan, with the policy's ready timeout and its steps
+    in words."""
+
+    plan: SurgePlan
     ready_timeout_seconds: float
-    landings: tuple[SurgeLanding, ...]
-    victims: tuple[SurgeVictim, ...]
-    predicted_misplaced_after: int
-    landing_determined: bool
-    worst_case_misplaced_after: int
     steps: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeSkipped:
-    workload: WorkloadRef
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeNext:
-    action: ActionKind
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class SurgeOperation:
-    workload: WorkloadRef
-    policy: str
-    phase: Phase
-    original_replicas: int
-    target_replicas: int
-    replicas: int | None  # now
-    ready_replicas: int
-    started: float
-    deadline: float
-    next: SurgeNext
-    victims: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class SurgeSection:
     enabled: bool
     plans: tuple[SurgePlanEntry, ...] = ()
-    skipped: tuple[SurgeSkipped, ...] = ()
-    operations: tuple[SurgeOperation, ...] = ()
+    skipped: tuple[SurgeSkip, ...] = ()
+    operations: tuple[InFlight, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,9 +240,9 @@ class Report:
     summary: Summary
     planner: Planner
     violations: tuple[Violation, ...]  # worst first
-    evictions: tuple[Eviction, ...]
-    deferred: tuple[Eviction, ...]
-    skipped: tuple[Skipped, ...]
+    evictions: tuple[Move, ...]  # planned
+    deferred: tuple[Move, ...]  # left for later runs (deferred_by says why)
+    skipped: tuple[Skip, ...]
     predicted: Predicted
     deletion_cost: DeletionCostSection
     surge: SurgeSection
@@ -390,20 +314,12 @@ class Execution:
 
 @dataclass(frozen=True, slots=True)
 class StatusSummary:
-    nodes: int
-    pods: int
-    constraint_groups: int
-    violations: int
-    unfixable: int
-    planned_evictions: int
-    deferred_evictions: int
-    blocked: int  # the plan's and enforcement's
-    skipped: int
+    """The report's summary as the status shows it: ``counts.blocked`` holds the plan's and
+    enforcement's, and what enforcement evicted and failed to evict is added."""
+
+    counts: Summary
     evicted: int
     failed: int
-    waiting: int = 0
-    partly_fixable: int = 0
-    pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,52 +337,30 @@ class DomainsDigest:
 
 @dataclass(frozen=True, slots=True)
 class StatusViolation:
-    workload: WorkloadRef
-    topology_key: str
-    max_skew: int
-    min_domains: int
-    skew: int
-    global_minimum: int
-    domains: DomainsDigest
-    pods: int
-    violating_pods: int
-    cause: Cause
-    cause_message: str
-    since: str
-    verdict: Verdict
-    message: str
-    remedy: Remedy | None = None
-    incomplete: bool = False
-    match_labels: MatchLabels = ()
+    """A violation as the status lists it: the report's (its messages capped), its domains
+    digested, and since when it is seen."""
 
-    @property
-    def fixable(self) -> bool:
-        return self.verdict is Verdict.FIXABLE
+    violation: Violation
+    domains: DomainsDigest
+    since: str
 
 
 @dataclass(frozen=True, slots=True)
 class StatusPending:
-    """A pod spread holds Pending, as the status lists it."""
+    """A pod spread holds Pending, as the status lists it: the report's entry, with its message
+    and its first way out capped."""
 
-    namespace: str
-    pod: str
-    workload: WorkloadRef
-    topology_key: str
-    domains: tuple[str, ...]  # the domains the binding constraint admits it into
-    reason: str  # an analysis.pending.Obstacle
+    pending: PendingPod
     message: str
-    unblock: str  # the first way out
+    unblock: str  # the first way out ("": none)
 
 
 @dataclass(frozen=True, slots=True)
 class PlanStep:
-    namespace: str
-    pod: str
-    node: str
-    workload: WorkloadRef
-    from_domain: Domains
-    to_domain: Domains
-    predicted_node: str
+    """A planned or deferred eviction, with what became of it (``reason``: enforcement's, the
+    plan's or the deferral's)."""
+
+    eviction: Move
     state: StepStatus
     reason: str
 
@@ -517,28 +411,6 @@ class SurgeDigest:
 
 
 @dataclass(frozen=True, slots=True)
-class Overlapping:
-    namespace: str
-    replica_set: str
-    pods: int
-    policy: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionCostStatus:
-    written: int = 0
-    removed: int = 0
-    handed_over: int = 0
-    conflicts: int = 0
-    overlaps: int = 0
-    overlapping: tuple[Overlapping, ...] = ()
-    skipped: int = 0
-    failed: int = 0
-    left_for_later_scans: int = 0
-    managed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class Status:
     """The status a completed scan writes: every field it holds is written, and every field it
     leaves out (``surges``, ``deletionCost``) is cleared (contract.status_patch)."""
@@ -553,7 +425,7 @@ class Status:
     plan_total: int
     cooldowns: tuple[Cooldown, ...] | None = None  # None: not this write's to say, left alone
     surges: tuple[SurgeDigest, ...] = ()
-    deletion_cost: DeletionCostStatus | None = None
+    deletion_cost: CostCounts | None = None
     evicted_total: int = 0  # evictions since the policy was created (the last scan's added)
     next_eviction_time: str | None = None  # the earliest a held-back eviction is due
     pending: tuple[StatusPending, ...] = ()  # at most spec.report.maxItems

@@ -11,6 +11,7 @@ recently (cooldown, loop protection and back-off); report/stored.py reads that b
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from respread.analysis.domain_memory import DomainView
@@ -19,6 +20,7 @@ from respread.analysis.pending import PendingPod
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.release import CostCounts
+from respread.remedies.evict.steps import Move
 from respread.report import stored
 from respread.report.model import (
     Condition,
@@ -27,12 +29,9 @@ from respread.report.model import (
     ConditionType,
     Cooldown,
     CoverageSection,
-    DeletionCostStatus,
     DomainPods,
     DomainsDigest,
-    Eviction,
     Execution,
-    Overlapping,
     PlanStep,
     Report,
     Status,
@@ -66,46 +65,19 @@ def _domains_digest(v: Violation) -> DomainsDigest:
 
 
 def _violation(v: Violation, since: str) -> StatusViolation:
-    return StatusViolation(
-        workload=v.workload,
-        topology_key=v.topology_key,
-        max_skew=v.max_skew,
-        min_domains=v.min_domains,
-        skew=v.skew,
-        global_minimum=v.global_minimum,
-        domains=_domains_digest(v),
-        pods=v.pods,
-        violating_pods=v.violating_pods,
-        cause=v.cause,
-        cause_message=_cap(v.cause_message),
-        since=since,
-        verdict=v.verdict,
-        message=_cap(v.message),
-        remedy=v.remedy,
-        match_labels=v.match_labels,
-        incomplete=v.incomplete,
-    )
+    capped = replace(v, cause_message=_cap(v.cause_message), message=_cap(v.message))
+    return StatusViolation(capped, _domains_digest(v), since)
 
 
-def _step(e: Eviction, state: StepStatus, reason: str) -> PlanStep:
-    return PlanStep(
-        namespace=e.namespace,
-        pod=e.pod,
-        node=e.node,
-        workload=e.workload,
-        from_domain=e.from_domain,
-        to_domain=e.to_domain,
-        predicted_node=e.predicted_node,
-        state=state,
-        reason=_cap(reason),
-    )
+def _step(e: Move, state: StepStatus, reason: str) -> PlanStep:
+    return PlanStep(e, state, _cap(reason))
 
 
 def _plan(report: Report, executions: Sequence[Execution]) -> list[PlanStep]:
     done = {(x.namespace, x.pod): x for x in executions}
     steps = []
     for e in report.evictions:
-        x = done.get((e.namespace, e.pod))
+        x = done.get((e.pod.namespace, e.pod.name))
         if x is None:
             steps.append(_step(e, StepStatus.PLANNED, e.reason))
         else:
@@ -118,34 +90,14 @@ def _summary(report: Report, executions: Sequence[Execution]) -> StatusSummary:
     s = report.summary
     states = [x.state for x in executions]
     return StatusSummary(
-        nodes=s.nodes,
-        pods=s.pods,
-        constraint_groups=s.constraint_groups,
-        violations=s.violations,
-        unfixable=s.unfixable,
-        planned_evictions=s.planned_evictions,
-        deferred_evictions=s.deferred_evictions,
-        blocked=s.blocked + states.count(StepStatus.BLOCKED),
-        skipped=s.skipped,
+        counts=replace(s, blocked=s.blocked + states.count(StepStatus.BLOCKED)),
         evicted=states.count(StepStatus.EVICTED),
         failed=states.count(StepStatus.FAILED),
-        waiting=s.waiting,
-        partly_fixable=s.partly_fixable,
-        pending=s.pending,
     )
 
 
 def _pending(p: PendingPod) -> StatusPending:
-    return StatusPending(
-        namespace=p.pod.namespace,
-        pod=p.pod.name,
-        workload=p.workload,
-        topology_key=p.topology_key,
-        domains=tuple(a.domain for a in p.admitted),
-        reason=p.obstacle.value,
-        message=_cap(p.message),
-        unblock=_cap(p.unblock[0].message) if p.unblock else "",
-    )
+    return StatusPending(p, _cap(p.message), _cap(p.unblock[0].message) if p.unblock else "")
 
 
 # ---- conditions ---------------------------------------------------------------------------
@@ -278,11 +230,11 @@ def build_status(
     executions: Sequence[Execution] = (),
     conditions: Sequence[Condition] | None = None,
     cooldowns: Sequence[Cooldown] | None = None,
-    deletion_cost: DeletionCostStatus | None = None,
+    deletion_cost: CostCounts | None = None,
 ) -> Status:
     """The status for a completed scan (and, in Enforce mode, its evictions). ``previous`` is
     the status as stored (JSON); ``cooldowns`` (from `cooldowns_status`) is written when
-    given, ``deletion_cost`` (from `deletion_cost_status`) too."""
+    given, ``deletion_cost`` (the deletion-cost counts) too."""
     limit = policy.report_max_items
     seen = stored.first_seen(previous)
     before = stored.conditions(previous)
@@ -340,21 +292,21 @@ def surge_digest(report: Report) -> list[SurgeDigest]:
     section = report.surge
     out = [
         SurgeDigest(
-            op.workload,
-            SurgeState.of(op.phase),
-            _cap(f"next: {op.next.action.value} ({op.next.reason})"),
-            op.original_replicas,
-            op.target_replicas,
+            f.workload,
+            SurgeState.of(f.operation.phase),
+            _cap(f"next: {f.action.kind.value} ({f.action.reason})"),
+            f.operation.original,
+            f.operation.target,
         )
-        for op in section.operations
+        for f in section.operations
     ]
     out.extend(
         SurgeDigest(
-            p.workload,
+            p.plan.workload,
             SurgeState.PLANNED,
             _cap(" / ".join(p.steps[:1])),
-            p.replicas,
-            p.target_replicas,
+            p.plan.original,
+            p.plan.target,
         )
         for p in section.plans
     )
@@ -386,22 +338,6 @@ def failed_scan_status(
     return ConditionsStatus(
         observed_generation=policy.generation,
         conditions=tuple(_condition(c, now, policy.generation, before) for c in conditions) + kept,
-    )
-
-
-def deletion_cost_status(counts: CostCounts) -> DeletionCostStatus:
-    """`status.deletionCost`: what the last scan (or deletion pass) wrote and took back."""
-    return DeletionCostStatus(
-        written=counts.written,
-        removed=counts.removed,
-        handed_over=counts.handed_over,
-        conflicts=counts.conflicts,
-        overlaps=counts.overlaps,
-        overlapping=tuple(Overlapping(*o) for o in counts.overlapping),
-        skipped=counts.skipped,
-        failed=counts.failed,
-        left_for_later_scans=counts.left,
-        managed=counts.managed,
     )
 
 

@@ -9,6 +9,7 @@ from respread.core.limits import few_named
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode
 from respread.remedies.choose import Remedy, RemedyVerdict
+from respread.remedies.evict.steps import Move, Skip
 from respread.remedies.evict.steps import Verdict as GroupVerdict  # move.Verdict: Now/Later/No
 from respread.report.model import (
     TIER_NAMES,
@@ -16,9 +17,7 @@ from respread.report.model import (
     CostOrder,
     CoverageSection,
     DeletionCostSection,
-    Eviction,
     Report,
-    Skipped,
     Summary,
     SurgeSection,
     Violation,
@@ -227,22 +226,22 @@ def _plan_text(report: Report) -> list[str]:
     return out
 
 
-def _eviction_row(i: int, e: Eviction) -> list[str]:
+def _eviction_row(i: int, e: Move) -> list[str]:
     return [
         str(i),
-        f"{e.namespace}/{e.pod}",
-        e.node,
+        f"{e.pod.namespace}/{e.pod.name}",
+        e.from_node,
         where(e.from_domain),
         where(e.to_domain),
-        e.predicted_node,
+        e.to_node,
     ]
 
 
-def _skipped_rows(skipped: Iterable[Skipped]) -> list[list[str]]:
+def _skipped_rows(skipped: Iterable[Skip]) -> list[list[str]]:
     by_reason: dict[tuple[str, str], list[str]] = {}
     for sk in skipped:
-        key = (f"{sk.namespace}/{sk.workload.name}", sk.reason)
-        by_reason.setdefault(key, []).append(sk.pod)
+        key = (f"{sk.pod.namespace}/{sk.workload.name}", sk.reason)
+        by_reason.setdefault(key, []).append(sk.pod.name)
     rows = []
     for (workload, reason), pods in by_reason.items():
         shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
@@ -258,20 +257,20 @@ def _surge_text(section: SurgeSection, mode: Mode) -> list[str]:
     if not section.plans:
         out.append("No surge move planned.")
     for p in section.plans:
-        w = p.workload
+        w, n = p.plan.workload, p.plan.original
         out.append(
             f"Would surge {w.namespace}/{w.name} (Deployment) "
-            f"{p.replicas} -> {p.target_replicas} -> {p.replicas} replicas{note}:"
+            f"{n} -> {p.plan.target} -> {n} replicas{note}:"
         )
         out.extend(f"  {i}. {step}" for i, step in enumerate(p.steps, 1))
     for sk in section.skipped:
         out.append(f"Not surged: {sk.workload.namespace}/{sk.workload.name}: {sk.reason}")
-    for op in section.operations:
-        w = op.workload
+    for f in section.operations:
+        w, op = f.workload, f.operation
         out.append(
             f"Surge in flight: {w.namespace}/{w.name} {op.phase.value} "
-            f"({op.original_replicas} -> {op.target_replicas}, {op.ready_replicas} Ready); "
-            f"next: {op.next.action.value} ({op.next.reason})"
+            f"({op.original} -> {op.target}, {f.ready_replicas} Ready); "
+            f"next: {f.action.kind.value} ({f.action.reason})"
         )
     return out
 

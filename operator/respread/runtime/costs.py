@@ -36,7 +36,6 @@ from respread.remedies.cost.release import (
     tagged,
 )
 from respread.report.contract import deletion_cost_status_json
-from respread.report.status import deletion_cost_status
 from respread.runtime import metrics
 from respread.runtime.acting import Acting, always, check
 from respread.runtime.cache import ClusterCache
@@ -259,7 +258,7 @@ async def take_back(
     released = await release_costs(api, policy, releases, acting)
     counts = tally(state.pods, policy.name, None, writes=[], releases=releases, released=released)
     check(acting)
-    cost_status = deletion_cost_status_json(deletion_cost_status(counts))
+    cost_status = deletion_cost_status_json(counts)
     await asyncio.to_thread(patch_status, api, policy.name, {"deletionCost": cost_status})
     event = cost_event(counts)
     if event is not None:

@@ -25,7 +25,6 @@ something made it suspect.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 
-from respread.kube.client import DEFAULT_TIMEOUTS, KubeError, Timeouts, with_timeouts
+from respread.kube.client import DEFAULT_TIMEOUTS, KubeError, Timeouts, pooled_client
 from respread.kube.freshness import current_version, probe, version_number
 from respread.runtime.cache import WATCHED, CacheBehindError, ClusterCache, Watched
 from respread.runtime.reflector import WatchPosition
@@ -57,10 +56,7 @@ class Freshness:
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         kinds: Sequence[Watched] = WATCHED,
     ) -> None:
-        config = copy.deepcopy(api.configuration)
-        config.connection_pool_maxsize = len(kinds) + 2
-        self.api = with_timeouts(client.ApiClient(config), timeouts)
-        self.api.user_agent = api.user_agent
+        self.api = pooled_client(api, len(kinds) + 2, timeouts)
         self.cache = cache
         self.positions = positions
         self.timeouts = timeouts

@@ -19,7 +19,6 @@ collector's way (gc.freeze), so later collections never walk the records.
 
 from __future__ import annotations
 
-import copy
 import gc
 import logging
 import random
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from kubernetes import client
 
 from respread.core.collector import gc_paused
-from respread.kube.client import DEFAULT_TIMEOUTS, Timeouts, with_timeouts
+from respread.kube.client import DEFAULT_TIMEOUTS, Timeouts, pooled_client
 from respread.kube.watch import GoneError, SilentError, list_pages, watch_events
 from respread.runtime.cache import WATCHED, ClusterCache, Key, Watched
 
@@ -184,10 +183,7 @@ class Reflectors:
         kinds: Sequence[Watched] = WATCHED,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
     ) -> None:
-        config = copy.deepcopy(api.configuration)
-        config.connection_pool_maxsize = len(kinds) + 2
-        self.api = with_timeouts(client.ApiClient(config), timeouts)
-        self.api.user_agent = api.user_agent
+        self.api = pooled_client(api, len(kinds) + 2, timeouts)
         self.cache = cache
         self.stop = threading.Event()
         self.stats = ListingStats()

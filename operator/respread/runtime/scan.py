@@ -40,18 +40,10 @@ from respread.remedies.evict.planner import Move
 from respread.report.changes import change_events
 from respread.report.contract import conditions_status_json, status_json, status_patch
 from respread.report.health import Verdict, health_conditions, health_events, with_health
-from respread.report.model import (
-    DeletionCostStatus,
-    Execution,
-    Report,
-    Status,
-    StepStatus,
-    match_text,
-)
+from respread.report.model import Execution, Report, Status, StepStatus, match_text
 from respread.report.status import (
     build_status,
     cooldowns_status,
-    deletion_cost_status,
     failed_scan_status,
     scan_conditions,
 )
@@ -135,11 +127,11 @@ async def _surges(
 
 def _cost_status(
     result: Scan, counts: CostCounts, previous: Mapping[str, Any] | None
-) -> DeletionCostStatus | None:
+) -> CostCounts | None:
     """`status.deletionCost`: with the remedy on or costs to count; and once written, on with
     zero counts rather than gone."""
     if result.costs is not None or counts != CostCounts() or holds_deletion_cost(previous):
-        return deletion_cost_status(counts)
+        return counts
     return None
 
 

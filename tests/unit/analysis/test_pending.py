@@ -184,5 +184,5 @@ def test_the_plan_makes_the_unblocking_move_within_budgets_and_caps(name: str) -
 
     budgets, settings, evicted = PLANS[name]
     result = scan(_full_zone_c(*budgets), make.eviction_policy(**settings), 1000.0)
-    assert [e.pod for e in result.report.evictions] == evicted
+    assert [e.pod.name for e in result.report.evictions] == evicted
     assert [p.pod.name for p in result.report.pending] == ["web-p"]

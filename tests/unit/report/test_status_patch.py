@@ -15,6 +15,7 @@ import pytest
 from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import DEFAULT_POLICY
 from respread.remedies.choose import Remedy
+from respread.remedies.cost.release import CostCounts, Overlapping
 from respread.report.contract import (
     CLEARED_WHEN_ABSENT,
     conditions_status_json,
@@ -26,9 +27,7 @@ from respread.report.model import (
     ConditionStatus,
     ConditionType,
     Cooldown,
-    DeletionCostStatus,
     Execution,
-    Overlapping,
     Report,
     Status,
     StatusCondition,
@@ -60,7 +59,7 @@ def scan(
     scanned: Report | None = None,
     *,
     cooldowns: tuple[Cooldown, ...] | None = (),
-    deletion_cost: DeletionCostStatus | None = None,
+    deletion_cost: CostCounts | None = None,
 ) -> Status:
     return build_status(
         scanned or report(),
@@ -90,7 +89,7 @@ COOLDOWN = Cooldown(
     backoff_until="2027-01-15T08:20:00Z",
     pending_review=(("zone", 3),),
 )
-COSTS = DeletionCostStatus(written=3, overlaps=6, overlapping=(Overlapping("ns", "rs", 6, "a"),))
+COSTS = CostCounts(written=3, overlaps=6, overlapping=(Overlapping("ns", "rs", 6, "a"),))
 
 # (case, status before, status after, the field, its stored value after the second write)
 CASES: list[tuple[str, Status, Status, tuple[str | int, ...], object]] = [
@@ -123,7 +122,7 @@ CASES: list[tuple[str, Status, Status, tuple[str | int, ...], object]] = [
      scan(report(deferred=[eviction("web-1", deferred_by="cooldown")]), cooldowns=(COOLDOWN,)),
      scan(cooldowns=(COOLDOWN,)), ("nextEvictionTime",), ABSENT),
     ("deletionCost.overlapping", scan(deletion_cost=COSTS),
-     scan(deletion_cost=DeletionCostStatus()), ("deletionCost", "overlapping"), []),
+     scan(deletion_cost=CostCounts()), ("deletionCost", "overlapping"), []),
 ]  # fmt: skip
 
 

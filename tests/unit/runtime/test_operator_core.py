@@ -97,11 +97,13 @@ def test_since_and_transition_times_carry_over_between_scans() -> None:
 def test_executions_replace_planned_states() -> None:
     report = report_for("zone-scale-down")
     step = report.evictions[0]
-    refused = Execution(step.namespace, step.pod, StepStatus.BLOCKED, "refused by a budget")
+    refused = Execution(
+        step.pod.namespace, step.pod.name, StepStatus.BLOCKED, "refused by a budget"
+    )
     status = build_status(report, DEFAULT_POLICY, NOW, executions=[refused])
     assert status.plan[0].state is StepStatus.BLOCKED
     assert status.summary.evicted == 0
-    assert status.summary.blocked == 1
+    assert status.summary.counts.blocked == 1
 
 
 def test_status_lists_are_bounded_and_totals_kept() -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from respread.core.annotations import (
     COST_POLICY,
@@ -159,8 +159,19 @@ def plan_releases(
 # What a scan did, for the status, the Event and the log
 
 
+class Overlapping(NamedTuple):
+    """ReplicaSets another RebalancePolicy orders: an example the status names."""
+
+    namespace: str
+    replica_set: str
+    pods: int
+    policy: str  # the policy that owns their costs
+
+
 @dataclass(frozen=True, slots=True)
 class CostCounts:
+    """What a scan (or a deletion pass) did with pod-deletion-cost: `status.deletionCost`."""
+
     written: int = 0
     removed: int = 0
     handed_over: int = 0
@@ -170,8 +181,7 @@ class CostCounts:
     failed: int = 0
     left: int = 0  # patches left for later scans by maxPatchesPerScan
     managed: int = 0  # live pods whose cost names the policy, after this scan
-    # (namespace, ReplicaSet, pods, owning policy): at most OVERLAP_EXAMPLES, sorted
-    overlapping: tuple[tuple[str, str, int, str], ...] = ()
+    overlapping: tuple[Overlapping, ...] = ()  # at most OVERLAP_EXAMPLES, sorted
 
 
 def plan_conflicts(costs: CostPlan | None) -> int:
@@ -180,13 +190,13 @@ def plan_conflicts(costs: CostPlan | None) -> int:
     return sum(len(o.conflicts) for o in costs.orders if o.state is OrderState.CONFLICT)
 
 
-def plan_overlaps(costs: CostPlan | None) -> tuple[int, tuple[tuple[str, str, int, str], ...]]:
+def plan_overlaps(costs: CostPlan | None) -> tuple[int, tuple[Overlapping, ...]]:
     """The pods another policy orders, and the first ReplicaSets of them (bounded examples)."""
     if costs is None:
         return 0, ()
     found = costs.overlapping
     examples = tuple(
-        (o.workload.namespace, o.replica_set, len(o.pods), o.owner or "")
+        Overlapping(o.workload.namespace, o.replica_set, len(o.pods), o.owner or "")
         for o in found[:OVERLAP_EXAMPLES]
     )
     return sum(len(o.pods) for o in found), examples

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from respread.analysis.groups import WorkloadRef
-from respread.core.timestamps import format_rfc3339, parse_rfc3339
+from respread.core.timestamps import format_rfc3339, rfc3339_or_none
 
 LEDGER = "respread-evictions"  # the ConfigMap's name
 KEY_LIMIT = 253  # a ConfigMap key's length
@@ -65,24 +65,15 @@ def key_of(workload: WorkloadRef) -> str:
     return f"{key[: KEY_LIMIT - 17]}.{digest}"
 
 
-def _time(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_rfc3339(value)
-    except ValueError:
-        return None
-
-
 def _entry(raw: object) -> Recorded | None:
     if not isinstance(raw, Mapping):
         return None
-    at, until = _time(raw.get("at")), _time(raw.get("until"))
+    at, until = rfc3339_or_none(raw.get("at")), rfc3339_or_none(raw.get("until"))
     fields = [raw.get(k) for k in ("pod", "uid", "policy", "run")]
     if at is None or until is None or not all(isinstance(f, str) for f in fields):
         return None
     pod, uid, policy, run = (str(f) for f in fields)
-    return Recorded(pod, uid, policy, run, at, until, _time(raw.get("planned")))
+    return Recorded(pod, uid, policy, run, at, until, rfc3339_or_none(raw.get("planned")))
 
 
 def parse_entries(raw: str | None) -> tuple[Recorded, ...]:

@@ -51,6 +51,11 @@ class InFlight:
     action: Action
     orphaned: bool = False  # its policy is gone (surge/orphans.py): no RolledBack record kept
 
+    @property
+    def ready_replicas(self) -> int:
+        rollout = self.deployment.rollout
+        return rollout.ready if rollout is not None else 0
+
 
 def operations(analysis: Analysis, policy: str, now: float) -> tuple[InFlight, ...]:
     """The surges of this policy in flight (their Deployments' annotations), each with its next

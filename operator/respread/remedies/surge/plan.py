@@ -55,6 +55,11 @@ class SurgePlan:
     worst_misplaced: int = 0
 
     @property
+    def target(self) -> int:
+        """spec.replicas during the surge."""
+        return self.original + self.surge
+
+    @property
     def determined(self) -> bool:
         """Whether the Filter admits each new pod to one domain only (no choice left to the
         scheduler's scoring)."""

@@ -43,7 +43,6 @@ from respread.remedies.cost.release import (
 )
 from respread.report.build import deletion_cost_section
 from respread.report.contract import deletion_cost_status_json
-from respread.report.status import deletion_cost_status
 from respread.report.text import deletion_cost_text
 from tests.support.builders import hard, namespace, pod, sel, soft, state, workload, zone_node
 from tests.support.constants import ZONE
@@ -274,9 +273,7 @@ def test_overlap_examples_are_bounded_in_the_status() -> None:
     count, examples = plan_overlaps(plan)
     assert count == 36
     assert [e[1] for e in examples] == [f"rs{r:02}" for r in range(10)]
-    status = deletion_cost_status_json(
-        deletion_cost_status(CostCounts(overlaps=count, overlapping=examples))
-    )
+    status = deletion_cost_status_json(CostCounts(overlaps=count, overlapping=examples))
     assert status["overlaps"] == 36 and len(status["overlapping"]) == 10
     assert status["overlapping"][0] == {
         "namespace": "default",

@@ -458,7 +458,7 @@ def test_the_report_names_the_remedies_and_the_surge_steps() -> None:
     assert v.remedy is Remedy.SURGE
     assert [r.remedy for r in v.remedies] == [Remedy.EVICT, Remedy.DELETION_COST, Remedy.SURGE]
     (p,) = report.surge.plans
-    assert (p.replicas, p.target_replicas, len(p.steps)) == (6, 8, 4)
+    assert (p.plan.original, p.plan.target, len(p.steps)) == (6, 8, 4)
     text = render_text(report)
     assert "Would surge ns1/web (Deployment) 6 -> 8 -> 6 replicas:" in text
     assert "scale spec.replicas 8 -> 6" in text
