@@ -89,6 +89,10 @@ EXACT_MOVABLE = 14
 # this many pods (a second plan costs as much as the first).
 RETRY_PODS = 200
 
+# A preparatory move is tried with this many of the group's misplaced pods after it, the first
+# in victim order (each pair costs two simulated moves, for each of FOREIGN_TRIALS other pods).
+PREPARED_LEADS = 2
+
 
 def plan(
     analysis: Analysis,
@@ -401,7 +405,7 @@ def _prepared(run: Pass, m: Members) -> list[tuple[Move, str]]:
             continue
         leads = victims.candidates(sim.counts, m, sim.moved, sim.skipped, refused_too=True)
         sim.undo_move(first)
-        for pod, _ in leads[:FOREIGN_TRIALS]:
+        for pod, _ in leads[:PREPARED_LEADS]:
             pair = _prepared_pair(run, m, (x, prep, why, prep_deferral), pod)
             if pair:
                 return pair
