@@ -544,7 +544,13 @@ class ControlPlane:
         self._canaries += 1
         name = f"respread-scheduler-canary-{self._canaries}"
         labels = {"respread.test/canary": name}
-        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+        capacity = {"cpu": "1", "memory": "1Gi", "pods": "1"}
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "status": {"capacity": capacity, "allocatable": capacity},
+        }
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",

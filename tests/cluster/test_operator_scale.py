@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kube_harness import AuditLog, ControlPlane
-from kube_helpers import GROUP, OPERATOR_USER, PLURAL, VERSION, scanned_after, status_of, wait_for
+from kube_helpers import (
+    GROUP,
+    OPERATOR_USER,
+    PLURAL,
+    VERSION,
+    create_policy,
+    scanned_after,
+    status_of,
+    wait_for,
+)
 from kubernetes import client
 from population import Population, populate, remove
 
@@ -97,20 +106,8 @@ def test_memory_per_pod_requests_and_events_per_scan_stay_small(
     skewed = populations[0].skewed
     op = operator_factory()
     name = f"scale-{suffix}"
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": "DryRun",
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaceSelector": {"matchLabels": labels}},
-            },
-        },
+    create_policy(
+        custom, name, mode="DryRun", selector={"namespaceSelector": {"matchLabels": labels}}
     )
     try:
         first = wait_for(lambda: scanned_after(custom, name, 0), 180, "a first scan")

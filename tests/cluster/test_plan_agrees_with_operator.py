@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +27,7 @@ from kube_helpers import (
     PLURAL,
     VERSION,
     FakeNodes,
+    create_policy,
     delete_policy,
     list_pods,
     pod_is_ready,
@@ -42,6 +41,7 @@ from kube_helpers import (
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from scene import Scene
+from tests.support.processes import respread_cli
 
 from respread.analysis.groups import WorkloadRef
 from respread.kube import reader
@@ -55,16 +55,6 @@ pytestmark = pytest.mark.cluster
 pytest_plugins = ["operator_fixtures"]
 
 LEDGER_NS = "respread-system"  # the operator's namespace, outside a pod
-
-
-def respread(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "respread.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def digest(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,22 +129,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
     pods = wait_pods_ready(core_v1, namespace, "app=web", 9, timeout=180)
     operator_factory()
     name = f"rbp-{namespace}"
-    custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "RebalancePolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "mode": "DryRun",
-                "schedule": {"interval": "10s"},
-                "selector": {"namespaces": {"include": [namespace]}},
-                "eviction": {"minPodAge": "0s"},
-            },
-        },
-    )
+    create_policy(custom, name, namespace, mode="DryRun", eviction={"minPodAge": "0s"})
     try:
         wait_for(lambda: scanned_after(custom, name, 0), 90, "a first scan (9 pods, balanced)")
         # The ReplicaSet controller removes the cheapest pods first: all of zone-a's.
@@ -186,7 +161,9 @@ def test_plan_with_policy_name_agrees_with_the_operator(
 
         kubeconfig = str(e2e_cluster.kubeconfig)
         started = time.time()
-        result = respread("plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json")
+        result = respread_cli(
+            "plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json"
+        )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         # A scan after the command line's read, of the same (settled) state.
@@ -205,7 +182,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
         policy_file.write_text(
             json.dumps(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
         )
-        fresh = respread(
+        fresh = respread_cli(
             "plan", "--kubeconfig", kubeconfig, "--policy", str(policy_file), "-o", "json"
         )
         assert fresh.returncode == 0, fresh.stderr
@@ -222,7 +199,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
 def test_policy_name_errors_are_one_line(
     e2e_cluster: ControlPlane, crd: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = respread(
+    result = respread_cli(
         "plan", "--kubeconfig", str(e2e_cluster.kubeconfig), "--policy-name", "no-such-policy"
     )
     assert result.returncode == 2
@@ -277,7 +254,9 @@ def test_an_enforce_policy_is_planned_with_the_eviction_ledger_as_the_operator_p
         wait_for(lambda: scanned_after(scene.custom, name, 0), 90, "a first scan")
         started = time.time()
         kubeconfig = str(e2e_cluster.kubeconfig)
-        result = respread("plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json")
+        result = respread_cli(
+            "plan", "--kubeconfig", kubeconfig, "--policy-name", name, "-o", "json"
+        )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         status = wait_for(lambda: scanned_after(scene.custom, name, started + 1), 60, "a scan")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,18 +11,9 @@ import yaml
 from kube_harness import ControlPlane
 from kube_helpers import FakeNodes, spread_deployment, wait_pods_ready
 from kubernetes import client
+from tests.support.processes import respread_cli
 
 pytestmark = pytest.mark.cluster
-
-
-def respread(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "respread.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_plan_reads_the_live_cluster(
@@ -65,7 +54,7 @@ def test_plan_reads_the_live_cluster(
         )
     wait_pods_ready(core_v1, namespace, "app=api", 3)
 
-    result = respread("plan", "--kubeconfig", str(e2e_cluster.kubeconfig), "-o", "json", "-q")
+    result = respread_cli("plan", "--kubeconfig", str(e2e_cluster.kubeconfig), "-o", "json", "-q")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     ours = [v for v in report["violations"] if v["namespace"] == namespace]
@@ -104,7 +93,7 @@ def test_an_unreachable_api_server_is_one_line(tmp_path: Path) -> None:
             }
         )
     )
-    result = respread("plan", "--kubeconfig", str(kubeconfig), "-q")
+    result = respread_cli("plan", "--kubeconfig", str(kubeconfig), "-q")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,36 +63,55 @@ def cli_accepts(doc: dict[str, Any], tmp: Path) -> tuple[bool, str]:
     return True, ""
 
 
+Verdict = tuple[bool, str]
+
+
+def assert_agreement(
+    cases: Sequence[tuple[str, Any]],
+    server: Callable[[Any], Verdict],
+    cli: Callable[[Any], Verdict],
+    recorded: Mapping[str, bool],
+    exceptions: Mapping[str, str],
+    who: str,
+) -> None:
+    """Every case's CLI verdict equals the server's (`who`: the server, or kubectl in front of
+    it), but the listed exceptions, which must disagree; the recorded verdicts are the server's."""
+    disagreements, wrong_records, exceptions_seen = [], [], []
+    for case_id, case in cases:
+        (on_server, server_msg), (in_cli, cli_msg) = server(case), cli(case)
+        if on_server is not recorded[case_id]:
+            verdict = "accepts" if on_server else "refuses"
+            wrong_records.append(f"{case_id}: {who} {verdict} ({server_msg})")
+        if case_id in exceptions:
+            exceptions_seen.append(case_id)
+            assert on_server is not in_cli, f"{case_id} is listed as an exception but agrees"
+            continue
+        if on_server is not in_cli:
+            disagreements.append(
+                f"{case_id}: {who} {'accepts' if on_server else f'refuses ({server_msg})'}, "
+                f"CLI {'accepts' if in_cli else f'refuses ({cli_msg})'}"
+            )
+    agree = len(cases) - len(disagreements) - len(exceptions_seen)
+    print(f"{len(cases)} policies, {agree} agree, {len(exceptions_seen)} documented exceptions")
+    assert not disagreements, "\n".join(disagreements)
+    assert not wrong_records, "\n".join(wrong_records)
+    assert sorted(exceptions_seen) == sorted(exceptions)
+
+
 def test_the_cli_agrees_with_the_api_server(
     crd: None,  # noqa: F811
     api_client: client.ApiClient,
     tmp_path: Path,
 ) -> None:
     custom = client.CustomObjectsApi(api_client)
-    disagreements, wrong_records, exceptions_seen = [], [], []
-    for case_id, doc, _ in CASES:
-        server, server_msg = server_accepts(custom, doc)
-        cli, cli_msg = cli_accepts(doc, tmp_path)
-        if server is not API_ACCEPTS[case_id]:
-            wrong_records.append(
-                f"{case_id}: the server {'accepts' if server else 'refuses'} ({server_msg})"
-            )
-        if case_id in EXCEPTIONS:
-            exceptions_seen.append(case_id)
-            assert server is not cli, f"{case_id} is listed as an exception but agrees"
-            continue
-        if server is not cli:
-            disagreements.append(
-                f"{case_id}: server {'accepts' if server else f'refuses ({server_msg})'}, "
-                f"CLI {'accepts' if cli else f'refuses ({cli_msg})'}"
-            )
-    print(
-        f"{len(CASES)} policies, {len(CASES) - len(disagreements) - len(exceptions_seen)} "
-        f"agree, {len(exceptions_seen)} documented exceptions"
+    assert_agreement(
+        [(case_id, doc) for case_id, doc, _ in CASES],
+        lambda doc: server_accepts(custom, doc),
+        lambda doc: cli_accepts(doc, tmp_path),
+        API_ACCEPTS,
+        EXCEPTIONS,
+        "the server",
     )
-    assert not disagreements, "\n".join(disagreements)
-    assert not wrong_records, "\n".join(wrong_records)
-    assert sorted(exceptions_seen) == sorted(EXCEPTIONS)
 
 
 def kubectl_accepts(kubeconfig: Path, text: str) -> tuple[bool, str]:
@@ -135,25 +155,11 @@ def test_the_cli_reads_yaml_text_as_kubectl_and_the_api_server_do(
     kubeconfig: Path,
     tmp_path: Path,
 ) -> None:
-    disagreements, wrong_records, exceptions_seen = [], [], []
-    for case_id, text, _ in YAML_CASES:
-        server, server_msg = kubectl_accepts(kubeconfig, text)
-        cli, cli_msg = cli_accepts_text(text, tmp_path)
-        if server is not YAML_API_ACCEPTS[case_id]:
-            wrong_records.append(
-                f"{case_id}: kubectl {'accepts' if server else 'refuses'} ({server_msg})"
-            )
-        if case_id in YAML_EXCEPTIONS:
-            exceptions_seen.append(case_id)
-            assert server is not cli, f"{case_id} is listed as an exception but agrees"
-            continue
-        if server is not cli:
-            disagreements.append(
-                f"{case_id}: kubectl {'accepts' if server else f'refuses ({server_msg})'}, "
-                f"CLI {'accepts' if cli else f'refuses ({cli_msg})'}"
-            )
-    agree = len(YAML_CASES) - len(disagreements) - len(exceptions_seen)
-    print(f"{len(YAML_CASES)} YAML policies, {agree} agree, {len(exceptions_seen)} exceptions")
-    assert not disagreements, "\n".join(disagreements)
-    assert not wrong_records, "\n".join(wrong_records)
-    assert sorted(exceptions_seen) == sorted(YAML_EXCEPTIONS)
+    assert_agreement(
+        [(case_id, text) for case_id, text, _ in YAML_CASES],
+        lambda text: kubectl_accepts(kubeconfig, text),
+        lambda text: cli_accepts_text(text, tmp_path),
+        YAML_API_ACCEPTS,
+        YAML_EXCEPTIONS,
+        "kubectl",
+    )

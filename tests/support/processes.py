@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -29,3 +30,14 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 20) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def respread_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m respread.cli ARGS`` as a user runs it, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "respread.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -16,13 +16,13 @@ VIOLATIONS = Gauge(
 SKEW = Gauge(
     "respread_skew",
     "Skew of a violated constraint group",
-    ["policy", "namespace", "workload", "topology_key"],
+    ["policy", "namespace", "workload", "topology_key", "match_labels"],
     registry=REGISTRY,
 )
 MISPLACED = Gauge(
     "respread_misplaced_pods",
     "Pods of a violated group the scheduler would not place where they are",
-    ["policy", "namespace", "workload", "topology_key"],
+    ["policy", "namespace", "workload", "topology_key", "match_labels"],
     registry=REGISTRY,
 )
 OUTAGES = Gauge(

@@ -40,7 +40,14 @@ from respread.remedies.evict.planner import Move
 from respread.report.changes import change_events
 from respread.report.contract import conditions_status_json, status_json, status_patch
 from respread.report.health import Verdict, health_conditions, health_events, with_health
-from respread.report.model import DeletionCostStatus, Execution, Report, Status, StepStatus
+from respread.report.model import (
+    DeletionCostStatus,
+    Execution,
+    Report,
+    Status,
+    StepStatus,
+    match_text,
+)
 from respread.report.status import (
     build_status,
     cooldowns_status,
@@ -136,7 +143,7 @@ def _cost_status(
     return None
 
 
-def _export(policy: RebalancePolicy, report: Report) -> None:
+def export_metrics(policy: RebalancePolicy, report: Report) -> None:
     metrics.forget(policy.name)
     metrics.VIOLATIONS.labels(policy.name).set(report.summary.violations)
     for v in report.violations:
@@ -145,6 +152,7 @@ def _export(policy: RebalancePolicy, report: Report) -> None:
             v.workload.namespace,
             f"{v.workload.kind}/{v.workload.name}",
             v.topology_key,
+            match_text(v.match_labels),  # a rollout's two ReplicaSets: two groups, two series
         )
         metrics.SKEW.labels(*labels).set(v.skew)
         metrics.MISPLACED.labels(*labels).set(v.violating_pods)
@@ -415,7 +423,7 @@ def _remember(job: Job, status: Status, report: Report, verdict: Verdict) -> Non
     failed, and does not count as the policy's last scan (liveness)."""
     memory, name = job.memory, job.policy.name
     memory.previous_status = status_json(status)
-    _export(job.policy, report)
+    export_metrics(job.policy, report)
     if verdict.failed:
         metrics.SCAN_FAILURES.labels(name).inc()
         return

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..scheduler.build import (
     build_cached,
     cache_root,
     find_go,
+    run_main,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -112,53 +112,21 @@ class _DeschedulerBuilder(_Builder):
         mod = work / "module"
         mod.mkdir()
         self.run("go mod init", [go, "mod", "init", "local/descheduler-oracle"], mod, log)
-        info = json.loads(
-            self.run(
-                f"download {MODULE}@{version}",
-                [go, "mod", "download", "-json", f"{MODULE}@{version}"],
-                mod,
-                log,
-            )
-        )
-        if info.get("Error") or not info.get("GoMod"):
-            raise OracleBuildError(
-                f"cannot download {MODULE}@{version}: {info.get('Error') or info}"
-                " (set RESPREAD_DESCHEDULER_VERSION to a version the module proxy serves)"
-            )
-        gomod = json.loads(
-            self.run(
-                "read the release's go.mod", [go, "mod", "edit", "-json", info["GoMod"]], mod, log
-            )
-        )
+        hint = "set RESPREAD_DESCHEDULER_VERSION to a version the module proxy serves"
+        gomod = json.loads(self.release_gomod(mod, log, MODULE, hint))
         edits = derive_edits(gomod)
         self.say(f"derived {len(edits)} go.mod edits from the release's go.mod: {edits}")
         if edits:
             self.run("apply go.mod edits", [go, "mod", "edit", *edits], mod, log)
-        shutil.copy2(MAIN_GO, mod / "main.go")
-        self.run(
-            f"resolve {MODULE}@{version}",
-            [go, "get", *(f"{p}@{version}" for p in PACKAGES)],
+        self.resolve_and_build(
             mod,
             log,
-        )
-        parallelism = os.environ.get("RESPREAD_BUILD_PARALLELISM", "2")
-        self.run(
-            "go build (a cold build compiles client-go and the descheduler: minutes)",
-            [
-                go,
-                "build",
-                "-mod=mod",
-                "-p",
-                parallelism,
-                "-trimpath",
-                "-ldflags",
-                f"-s -w -X main.version={MODULE}@{version}",
-                "-o",
-                str(out),
-                ".",
-            ],
-            mod,
-            log,
+            out,
+            main_go=MAIN_GO,
+            module=MODULE,
+            packages=PACKAGES,
+            what="client-go and the descheduler",
+            ldflags=f"-s -w -X main.version={MODULE}@{version}",
         )
 
 
@@ -195,10 +163,7 @@ def ensure_built(log: Log = _stderr_log) -> Path:
 
 
 def main() -> None:
-    try:
-        print(ensure_built())
-    except OracleBuildError as err:
-        raise SystemExit(f"descheduler-oracle: error: {err}") from None
+    run_main("descheduler-oracle", ensure_built)
 
 
 if __name__ == "__main__":

@@ -172,21 +172,10 @@ class _Builder:
         mod.mkdir()
         self.run("go mod init", [go, "mod", "init", "local/scheduler-oracle"], mod, log)
         self.run("go mod edit -go", [go, "mod", "edit", "-go=1.24.0"], mod, log)
-        info = json.loads(
-            self.run(
-                f"download k8s.io/kubernetes@{version}",
-                [go, "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
-                mod,
-                log,
-            )
-        )
-        if info.get("Error") or not info.get("GoMod"):
-            raise OracleBuildError(f"cannot download k8s.io/kubernetes@{version}: {info}")
+        hint = "set RESPREAD_K8S_VERSION to a release the module proxy serves"
+        gomod_json = self.release_gomod(mod, log, "k8s.io/kubernetes", hint)
         # The wrapper's go.mod edits come from the release's own go.mod, via the same deriver
         # hack/k8s-binaries uses.
-        gomod_json = self.run(
-            "read the release's go.mod", [go, "mod", "edit", "-json", info["GoMod"]], mod, log
-        )
         edits = self.run(
             "derive go.mod edits",
             [sys.executable, str(DERIVE_EDITS), staging_version(version)],
@@ -195,35 +184,54 @@ class _Builder:
             stdin=gomod_json,
         ).split()
         if not edits:
-            raise OracleBuildError(f"no go.mod edits derived from {info['GoMod']}")
+            raise OracleBuildError(f"no go.mod edits derived from k8s.io/kubernetes@{version}")
         self.say(f"derived {len(edits)} go.mod edits from the release's go.mod")
         self.run("apply go.mod edits", [go, "mod", "edit", *edits], mod, log)
-        shutil.copy2(MAIN_GO, mod / "main.go")
-        self.run(
-            f"resolve k8s.io/kubernetes@{version}",
-            [go, "get", *(f"{p}@{version}" for p in K8S_PACKAGES)],
+        self.resolve_and_build(
             mod,
             log,
+            out,
+            main_go=MAIN_GO,
+            module="k8s.io/kubernetes",
+            packages=K8S_PACKAGES,
+            what="much of kube-scheduler",
+            ldflags="-s -w",
         )
+
+    def release_gomod(self, mod: Path, log: Path, module: str, hint: str) -> str:
+        """Download `module` at the version; its go.mod as `go mod edit -json` prints it."""
+        go, version = self.go, self.version
+        download = [go, "mod", "download", "-json", f"{module}@{version}"]
+        info = json.loads(self.run(f"download {module}@{version}", download, mod, log))
+        if info.get("Error") or not info.get("GoMod"):
+            raise OracleBuildError(
+                f"cannot download {module}@{version}: {info.get('Error') or info} ({hint})"
+            )
+        read = [go, "mod", "edit", "-json", info["GoMod"]]
+        return self.run("read the release's go.mod", read, mod, log)
+
+    def resolve_and_build(
+        self,
+        mod: Path,
+        log: Path,
+        out: Path,
+        *,
+        main_go: Path,
+        module: str,
+        packages: tuple[str, ...],
+        what: str,
+        ldflags: str,
+    ) -> None:
+        """The module's go.mod is ready: add main.go, resolve the packages at the version and
+        build the binary `out`."""
+        go, version = self.go, self.version
+        shutil.copy2(main_go, mod / "main.go")
+        resolve = [go, "get", *(f"{p}@{version}" for p in packages)]
+        self.run(f"resolve {module}@{version}", resolve, mod, log)
         parallelism = os.environ.get("RESPREAD_BUILD_PARALLELISM", "2")
-        self.run(
-            "go build (a cold build compiles much of kube-scheduler: minutes)",
-            [
-                go,
-                "build",
-                "-mod=mod",
-                "-p",
-                parallelism,
-                "-trimpath",
-                "-ldflags",
-                "-s -w",
-                "-o",
-                str(out),
-                ".",
-            ],
-            mod,
-            log,
-        )
+        build = [go, "build", "-mod=mod", "-p", parallelism, "-trimpath", "-ldflags", ldflags]
+        step = f"go build (a cold build compiles {what}: minutes)"
+        self.run(step, [*build, "-o", str(out), "."], mod, log)
 
 
 @contextlib.contextmanager
@@ -304,11 +312,16 @@ def ensure_built(log: Log = _stderr_log) -> Path:
     return build_cached("scheduler", target, _Builder(go, version, log), _self_check)
 
 
-def main() -> None:
+def run_main(name: str, ensure: Callable[[], Path]) -> None:
+    """`python -m ...build`: build if needed and print the binary's path, or one error line."""
     try:
-        print(ensure_built())
+        print(ensure())
     except OracleBuildError as err:
-        raise SystemExit(f"scheduler-oracle: error: {err}") from None
+        raise SystemExit(f"{name}: error: {err}") from None
+
+
+def main() -> None:
+    run_main("scheduler-oracle", ensure_built)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..scheduler.build import OracleBuildError, cache_root, find_go
+from ..scheduler.build import OracleBuildError, cache_root, find_go, run_main
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ("main.go", "go.mod", "go.sum")
@@ -57,10 +57,7 @@ def ensure_built() -> Path:
 
 
 def main() -> None:
-    try:
-        print(ensure_built())
-    except OracleBuildError as err:
-        raise SystemExit(f"yaml-oracle: error: {err}") from None
+    run_main("yaml-oracle", ensure_built)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ second scan, though each group holds fewer pods than the workload did before the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from respread.analysis.causes import Cause
 from respread.core.model import ClusterState, OwnerRef, Pod, When
 from respread.inputs.policy import DEFAULT_POLICY
@@ -13,6 +15,8 @@ from respread.report.changes import Before, changes
 from respread.report.contract import status_json
 from respread.report.status import build_status
 from respread.report.stored import first_seen
+from respread.runtime import metrics
+from respread.runtime.scan import export_metrics
 from tests.support import builders as make
 
 ZONES = ("a", "b", "c")
@@ -101,3 +105,20 @@ def test_a_constraint_without_match_label_keys_keeps_the_four_part_key_and_no_ma
     (v,) = scan(state, DEFAULT_POLICY, 1000.0).report.violations
     assert v.match_labels == () and v.key[4] == ""
     assert v.when is When.DO_NOT_SCHEDULE
+
+
+def test_the_two_groups_of_a_rollout_are_two_skew_series() -> None:
+    report = scan(half_rolled(), DEFAULT_POLICY, 1000.0).report
+    policy = replace(DEFAULT_POLICY, name="rollout-metrics")
+    try:
+        export_metrics(policy, report)
+        series = {
+            (s.labels["match_labels"], s.value)
+            for family in metrics.REGISTRY.collect()
+            if family.name == "respread_skew"
+            for s in family.samples
+            if s.labels["policy"] == policy.name
+        }
+        assert series == {(f"pod-template-hash={h}", float(3)) for h in ("old", "new")}
+    finally:
+        metrics.forget_policy(policy.name)

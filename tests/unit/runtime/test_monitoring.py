@@ -125,7 +125,7 @@ def test_the_dashboard_covers_what_operators_watch() -> None:
 def every_metric_set() -> Iterator[None]:
     """One sample of every labelled metric (removed afterwards: the registry is global)."""
     policy = "promtool-check"
-    labels = (policy, "ns", "Deployment/web", "topology.kubernetes.io/zone")
+    labels = (policy, "ns", "Deployment/web", "topology.kubernetes.io/zone", "")
     leader = metrics.LEADER._value.get()
     metrics.VIOLATIONS.labels(policy).set(1)
     metrics.SKEW.labels(*labels).set(2)

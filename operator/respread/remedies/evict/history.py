@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from respread.analysis.groups import Analysis, WorkloadRef, workload_of
+from respread.analysis.groups import Analysis, Group, WorkloadRef, workload_of
 from respread.core.model import ClusterState
 
 BACKOFF_LIMIT = 6  # at most 2**6 cooldowns
@@ -57,7 +57,7 @@ class EvictionHistory:
     def reviewed(self, analysis: Analysis, now: float, cooldown: float) -> EvictionHistory:
         """Loop protection: each eviction whose cooldown has passed is judged by its group's
         skew now; a workload whose eviction did not reduce its skew is backed off."""
-        current = {(g.workload, g.constraint.key): g for g in analysis.groups}
+        current = _worst_groups(analysis)
         pending = dict(self.skew_at_eviction)
         level = dict(self.backoff_level)
         until = dict(self.backoff_until)
@@ -96,3 +96,16 @@ def unready_workloads(state: ClusterState, analysis: Analysis) -> set[WorkloadRe
         if pod.node_name is None or not pod.ready:
             out.add(workload_of(pod, analysis.index))
     return out
+
+
+def _worst_groups(analysis: Analysis) -> dict[tuple[WorkloadRef, str], Group]:
+    """Per workload and topology key, its most skewed group (violating first): during a
+    rollout matchLabelKeys makes two groups of one workload on one key, and an eviction is
+    judged by the worse of them, not by whichever came last."""
+    worst: dict[tuple[WorkloadRef, str], Group] = {}
+    for group in analysis.groups:
+        ref = (group.workload, group.constraint.key)
+        seen = worst.get(ref)
+        if seen is None or (bool(group.violating), group.skew) > (bool(seen.violating), seen.skew):
+            worst[ref] = group
+    return worst

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from respread.analysis.groups import Analysis, Group, WorkloadRef, analyze
@@ -91,3 +93,18 @@ def test_unready_workloads_are_held_for_pacing() -> None:
     workload = WorkloadRef("shop", "Deployment", "web")
     assert EvictionHistory().held(0.0, [workload]) == {workload: PACING}
     assert PACING == "waiting for a replacement to become Ready"
+
+
+@pytest.mark.parametrize("balanced_first", [True, False], ids=["balanced first", "balanced last"])
+def test_a_rollouts_two_groups_are_judged_by_the_worse(
+    analysis: Analysis, group: Group, balanced_first: bool
+) -> None:
+    """matchLabelKeys (pod-template-hash) splits a rolling workload into two groups on one
+    key; the eviction is judged by the one still skewed, whichever order they come in."""
+    balanced = replace(group, skew=0, violating=0)
+    pair = (balanced, group) if balanced_first else (group, balanced)
+    rollout = replace(analysis, groups=(*pair, *(g for g in analysis.groups if g is not group)))
+    w, key = group.workload, group.constraint.key
+    history = EvictionHistory(last_eviction={w: 1000.0}, skew_at_eviction={(w, key): group.skew})
+    reviewed = history.reviewed(rollout, now=1000.0 + COOLDOWN, cooldown=COOLDOWN)
+    assert reviewed.backoff_level == {w: 1}
