@@ -11,8 +11,9 @@ a violated group does not end with a larger skew unless that skew is within its 
 another workload does not end with more misplaced pods. A workload whose steps stopped is tried
 again once the counts they depend on have changed. Where no single move helps a workload, two
 judged as one may: its pod then another workload's that mends what the first broke
-(``_compound``), or another workload's pod that its selectors count, then its own, which only
-that preparatory move lets land where it passes (``_prepared``). Where the plan leaves a group
+(``_compound``), or another workload's pod that its selectors count (where it is crowded, or
+where its pods could go), then its own, which only that preparatory move lets land where it
+passes (``_prepared``). Where the plan leaves a group
 that moves could balance, the planner plans again with the groups it left first, and keeps the
 plan that leaves fewer pods misplaced.
 
@@ -391,12 +392,14 @@ def _pair(
 
 def _prepared(run: Pass, m: Members) -> list[tuple[Move, str]]:
     """Two moves judged as one step, when neither a single move nor a pair led by one of
-    ``m``'s pods helps: first another workload's pod that ``m``'s selectors count where ``m``
-    is crowded (its move alone leaves ``m``'s pods misplaced), then one of ``m``'s misplaced
-    pods, which only that first move lets land where it passes (a preparatory move). Kept
-    when the pair reduces ``m``'s misplaced pods and harms no group; [] when no pair does."""
+    ``m``'s pods helps: first another workload's pod that ``m``'s selectors count, where ``m``
+    is crowded or else where its pods could go (its move alone leaves ``m``'s pods misplaced),
+    then one of ``m``'s misplaced pods, which only that first move lets land where it passes (a
+    preparatory move). Kept when the pair reduces ``m``'s misplaced pods and harms no group; []
+    when no pair does."""
     sim = run.sim
-    for x, prep, why in victims.foreign(sim.counts, m, sim.moved, sim.skipped):
+    preps = victims.foreign(sim.counts, m, sim.moved, sim.skipped, anywhere=True)
+    for x, prep, why in preps:
         ok, prep_deferral = run.eligible(prep, x.workload)
         if not ok:
             continue
