@@ -26,10 +26,10 @@ from respread.remedies.evict.steps import Move, StepState
 
 # The simulated moves a search may try (both searches of one plan together), fewer on larger
 # clusters: a predicted landing costs time in proportion to the nodes. A count, not a time, so
-# that the same input always gives the same plan; about 0.3 s of one core at most
+# that the same input always gives the same plan; at most about 0.3 s of one core
 # (bench/planner_worst.py, docs/limits.md).
-EXACT_BUDGET = 2_500
-EXACT_WORK = 20_000  # simulated moves tried times nodes
+EXACT_BUDGET = 2_000
+EXACT_WORK = 16_000  # simulated moves tried times nodes
 
 Movable = list[tuple[Members, Pod]]
 
