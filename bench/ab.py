@@ -39,12 +39,38 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 
 
+def _layout(src: str) -> Any:
+    """The functions ab.py times, from the checkout `src`: the layered packages (issue 19), or
+    the flat modules before them (ae2bcf2 and older), so that the two can be compared."""
+    sys.path.insert(0, str(Path(src).resolve() / "operator"))
+    try:
+        from respread.analysis.groups import analyze
+        from respread.core.collector import gc_paused
+        from respread.inputs.objects import load_documents
+        from respread.inputs.policy import DEFAULT_POLICY
+        from respread.remedies.evict.planner import plan
+    except ImportError:  # the flat layout
+        from respread.collector import gc_paused
+        from respread.planner import plan
+        from respread.policy import DEFAULT_POLICY
+        from respread.snapshot import load_documents
+
+        from respread.analysis import analyze
+    return argparse.Namespace(
+        analyze=analyze,
+        gc_paused=gc_paused,
+        load_documents=load_documents,
+        DEFAULT_POLICY=DEFAULT_POLICY,
+        plan=plan,
+    )
+
+
 def make_state(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(args.src).resolve() / "operator"))
     sys.path.insert(0, str(BENCH))
     from generate import generate
-    from respread.inputs.objects import load_documents
 
+    load_documents = _layout(args.src).load_documents
     gc.disable()
     manifests = generate(args.nodes, args.pods, seed=args.seed)
     result = load_documents(("generated", m) for m in manifests)
@@ -54,19 +80,14 @@ def make_state(args: argparse.Namespace) -> None:
 
 
 def child(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(Path(args.src).resolve() / "operator"))
     from generate import GENERATED_AT
-    from respread.analysis.groups import analyze
-    from respread.core.collector import gc_paused
-    from respread.inputs.policy import DEFAULT_POLICY
-    from respread.remedies.evict.planner import plan
 
-    policy = DEFAULT_POLICY
+    layout = _layout(args.src)
+    analyze, gc_paused, plan = layout.analyze, layout.gc_paused, layout.plan
+    default = policy = layout.DEFAULT_POLICY
     if args.policy == "uncapped":
-        eviction = dataclasses.replace(
-            DEFAULT_POLICY.eviction, max_per_run=None, max_per_workload=None
-        )
-        policy = dataclasses.replace(DEFAULT_POLICY, name="uncapped", eviction=eviction)
+        eviction = dataclasses.replace(default.eviction, max_per_run=None, max_per_workload=None)
+        policy = dataclasses.replace(default, name="uncapped", eviction=eviction)
     gc.disable()
     with open(args.state, "rb") as f:
         state = pickle.load(f)

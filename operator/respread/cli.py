@@ -777,6 +777,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--metrics-port", type=int, default=9090, help="0 disables the metrics server")
     _bound_arguments(r)
+    r.add_argument(
+        "--scan-on-change",
+        metavar="DURATION",
+        default=os.environ.get("RESPREAD_SCAN_ON_CHANGE", "1s"),
+        help="scan a policy on an interval once the cluster's changes have been quiet this "
+        "long (at most 5s after the first; prompted scans take at most a quarter of the time); "
+        "0 turns it off: scans come at the interval only (default: $RESPREAD_SCAN_ON_CHANGE, "
+        "else 1s)",
+    )
     r.add_argument("-v", "--verbose", action="store_true")
     r.set_defaults(func=cmd_run)
     return parser
@@ -829,6 +838,21 @@ def parse_bounds(args: argparse.Namespace) -> Any:
     )
 
 
+def parse_prompts(args: argparse.Namespace) -> Any:
+    """The PromptSettings `--scan-on-change` says; a UsageError names a bad value."""
+    from respread.inputs.policy import PolicyError, parse_duration
+    from respread.runtime.prompt import PromptSettings
+
+    raw = args.scan_on_change
+    try:
+        quiet = 0.0 if raw.strip() == "0" else parse_duration(raw, "--scan-on-change")
+    except PolicyError as err:
+        raise UsageError(f"--scan-on-change: {err.message}") from None
+    if quiet < 0:
+        raise UsageError(f"--scan-on-change: must be 0 or more, got {raw}")
+    return PromptSettings(quiet=quiet, longest=max(5.0, quiet))
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     """`respread convert --from-descheduler FILE`: the RebalancePolicy a DeschedulerPolicy
     asks for, with comments where the two differ (respread.inputs.descheduler)."""
@@ -877,6 +901,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             timing=timing,
         )
     bounds = parse_bounds(args)
+    prompts = parse_prompts(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -895,6 +920,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             bounds=bounds,
             readiness=args.readiness,
             namespace=args.lease_namespace,
+            prompts=prompts,
         )
     except KubeError as err:
         _fail(str(err))

@@ -227,6 +227,7 @@ REFUSED = [
     (["leaderElection.leaseDuration=15"], "at '/leaderElection/leaseDuration'"),
     (["bounds.scanDeadline=10"], "at '/bounds/scanDeadline'"),
     (["bounds.scanDedline=10s"], "additional properties 'scanDedline' not allowed"),
+    (["scanOnChange=soon"], "at '/scanOnChange'"),
     (["leaderElection.enabled=false"], "replicas > 1 needs leaderElection.enabled"),
     (
         ["serviceAccount.create=false"],
@@ -303,6 +304,10 @@ def test_values_switch_what_they_say(helm: Tool) -> None:
     assert args[args.index("--scan-deadline") + 1] == "10s"
     assert args[args.index("--connect-timeout") + 1] == "1s"
     assert "--plan-max-age" not in args and "--plan-max-age" not in container(render(helm))["args"]
+    for setting in ("scanOnChange=0", "scanOnChange=2s"):
+        prompted = container(render(helm, setting))["args"]
+        assert prompted[prompted.index("--scan-on-change") + 1] == setting.split("=")[1]
+    assert "--scan-on-change" not in container(render(helm))["args"]
 
     enforcing = render(helm, "defaultPolicy.spec.mode=Enforce", "defaultPolicy.name=prod")
     [policy] = rendered(enforcing, "RebalancePolicy")

@@ -95,3 +95,28 @@ def test_dry_run_reports_the_scale_down_and_evicts_nothing_then_enforce_converge
             90,
             "the status to report the workload balanced",
         )
+
+
+def test_a_scale_down_is_reported_within_seconds_not_at_the_next_interval(
+    scene: Scene, operator: Path
+) -> None:
+    """With a 5-minute interval, the scale-down is in the status within seconds of the
+    ReplicaSet settling: the watch events prompt a scan (runtime/prompt.py, default 1 s of
+    quiet), the interval does not."""
+    node_zones = scene.zones(TWO_PER_ZONE)
+    scene.deploy("web", 9)
+    scene.ready("web", 9)
+    name = f"rbp-{scene.namespace}"
+    with scene.rebalancing(name, mode="DryRun", schedule={"interval": "5m"}):
+        wait_for(lambda: scene.status(name).get("lastScanTime"), 90, "a first scan")
+        assert scene.status(name)["summary"]["violations"] == 0
+        skew_by_scale_down(scene, node_zones)
+        settled = time.monotonic()
+
+        def reported() -> bool:
+            return bool(scene.status(name).get("summary", {}).get("violations") == 1)
+
+        wait_for(reported, 60, "the violation in the status, well before the 5 m interval")
+        took = time.monotonic() - settled
+        print(f"the scale-down was in the status {took:.1f}s after the pods settled")
+        assert scene.status(name)["violations"][0]["cause"] == "ScaleDown"

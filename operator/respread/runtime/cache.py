@@ -30,7 +30,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,40 +111,53 @@ class ClusterCache:
         self.malformed = 0
         self._touched: dict[str, set[Key]] | None = None  # during a verification
         self._sweeping = asyncio.Lock()
+        # Called from the reflectors' threads after a watch event changed a record.
+        self.on_change: Callable[[], None] | None = None
 
     # ---- changes (from the reflectors' threads) -------------------------------------------
 
     def apply(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> Key:
         """One object: None (listed), ADDED or MODIFIED replace its record, DELETED removes
-        it. Returns its key."""
+        it. Returns its key. A watch event that changes what respread keeps of the cluster
+        (a record added, changed or removed; not a status heartbeat it does not keep) calls
+        `on_change`."""
         meta = body.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         version = str(meta.get("resourceVersion") or "")
         with self._lock:
             if self._touched is not None:
                 self._touched[kind].add(key)
-            store = self._records[kind]
+            before = self._records[kind].get(key)
             if event_type == "DELETED":
-                store.pop(key, None)
+                self._records[kind].pop(key, None)
                 self._versions[kind].pop(key, None)
-                return key
-            self._versions[kind][key] = version
-            try:
-                record = self._parser.parse(body, kind)
-            except FieldError as err:
-                self.malformed += 1
-                store.pop(key, None)
-                log.warning(
-                    "left out %s %s: field %s: %s",
-                    kind,
-                    "/".join(k for k in key if k)[:120],
-                    err.path,
-                    err.message[:200],
-                )
-                return key
-            if record is not None:
-                store[key] = record
+                after = None
+            else:
+                self._versions[kind][key] = version
+                after = self._parse(kind, key, body)
+        if event_type is not None and before != after and self.on_change is not None:
+            self.on_change()
         return key
+
+    def _parse(self, kind: str, key: Key, body: Mapping[str, Any]) -> Record | None:
+        """The object's record, stored (under the lock); a malformed object is left out."""
+        store = self._records[kind]
+        try:
+            record = self._parser.parse(body, kind)
+        except FieldError as err:
+            self.malformed += 1
+            store.pop(key, None)
+            log.warning(
+                "left out %s %s: field %s: %s",
+                kind,
+                "/".join(k for k in key if k)[:120],
+                err.path,
+                err.message[:200],
+            )
+            return None
+        if record is not None:
+            store[key] = record
+        return store.get(key)
 
     def begin_listing(self, kind: str) -> None:
         """A listing of `kind` starts: it is not synced until the listing ends."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -67,6 +68,7 @@ from respread.runtime.leader import LeaderElector, default_identity, default_nam
 from respread.runtime.leadership import LeaseTiming
 from respread.runtime.ledger import Ledger
 from respread.runtime.memory import PolicyMemory
+from respread.runtime.prompt import Prompter, PromptSettings
 from respread.runtime.reflector import Reflectors
 from respread.runtime.scan import run_scan
 from respread.runtime.triggers import overdue_at, trigger_for
@@ -128,6 +130,11 @@ class App:
     scans: dict[str, ScanGuard] = field(default_factory=dict)  # the scans running now
     background: set[asyncio.Task[Any]] = field(default_factory=set)  # the heartbeat
     readiness: Any = None  # the readiness server's runner, when serving
+    prompts: PromptSettings = field(default_factory=PromptSettings)
+    prompter: Prompter | None = None
+    scan_runs: dict[str, tuple[float, float]] = field(default_factory=dict)  # last start, end
+    waiting: set[str] = field(default_factory=set)  # prompted, not scanned since
+    recheck: asyncio.TimerHandle | None = None
 
     def bound_kopf(self, settings: kopf.OperatorSettings) -> None:
         """kopf's own requests (the policies' watch, its patches) get the same timeouts."""
@@ -148,8 +155,15 @@ class App:
         self.background.add(asyncio.create_task(self.heartbeat.run(), name="heartbeat"))
         if readiness is not None:
             self.readiness = await serve_readiness(readiness, self.unready)
+        if self.prompts.enabled:
+            self.prompter = Prompter(self.prompts, self.prompted)
+            self.cache.on_change = self.prompter.poke
+            self.background.add(asyncio.create_task(self.prompter.run(), name="prompts"))
 
     async def stop_watching_freshness(self) -> None:
+        self.cache.on_change = None
+        if self.recheck is not None:
+            self.recheck.cancel()
         for task in list(self.background):
             task.cancel()
         if self.readiness is not None:
@@ -211,11 +225,16 @@ class App:
         task = asyncio.current_task()
         if task is not None:
             self.running.add(task)
+        self.waiting.discard(name)  # this scan sees every change so far
+        started = time.monotonic()
         try:
             await self._scan(name)
         except asyncio.CancelledError:  # shutdown, or this replica stopped leading
             log.info("scan of RebalancePolicy %s stopped before it ended", name)
         finally:
+            self.scan_runs[name] = (started, time.monotonic())
+            if name in self.waiting:
+                asyncio.get_running_loop().call_soon(self.prompted, [name])
             self.scans.pop(name, None)
             if task is not None:
                 self.running.discard(task)
@@ -248,6 +267,52 @@ class App:
             self.unschedule(name)
         elif guard.replan:
             asyncio.get_running_loop().call_later(REPLAN_AFTER, self.rescan, name)
+
+    def prompted(self, names: Iterable[str] | None = None) -> None:
+        """The cluster changed (runtime/prompt.py): scan each policy on an interval now, or as
+        soon as its share of the time allows (or its running scan ends)."""
+        if not self.acting():
+            return
+        now, later = time.monotonic(), []
+        for name in list(self.policies if names is None else names):
+            entry = self.policies.get(name)
+            if entry is None or entry[0].schedule.cron is not None:
+                continue  # gone, or scanned only when its cron says
+            if self.lifecycles.get(name, NOT_DELETING).deleting_since is not None:
+                continue
+            self.waiting.add(name)
+            running = self.scanning.get(name)
+            if running is not None and not running.done():
+                continue  # prompted again when it ends
+            left = self.prompt_gap_left(name, now)
+            if left > 0:
+                later.append(left)
+                continue
+            self.rescan(name)
+        if later:
+            self.recheck_in(min(later))
+
+    def prompt_gap_left(self, name: str, now: float) -> float:
+        """Seconds until a prompted scan of `name` may start (0: now)."""
+        run = self.scan_runs.get(name)
+        if run is None:
+            return 0.0
+        started, ended = run
+        return max(0.0, ended + self.prompts.gap_after(ended - started) - now)
+
+    def recheck_in(self, delay: float) -> None:
+        """Prompt the waiting policies again in `delay` seconds (one timer, the earliest)."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
+        if self.recheck is not None:
+            if self.recheck.when() <= due:
+                return
+            self.recheck.cancel()
+        self.recheck = loop.call_at(due, self._rechecked)
+
+    def _rechecked(self) -> None:
+        self.recheck = None
+        self.prompted(sorted(self.waiting))
 
     def rescan(self, name: str) -> None:
         """Scan the policy again now (its last scan stopped so that a fresh plan may act)."""
@@ -528,6 +593,7 @@ def run(
     bounds: Bounds | None = None,
     readiness: str | None = None,
     namespace: str | None = None,
+    prompts: PromptSettings | None = None,
 ) -> None:
     """Start the operator and block until it is stopped. `namespace`: the operator's own (the
     Lease's and the eviction ledger's), default: the pod's, else respread-system."""
@@ -537,7 +603,7 @@ def run(
     # Every request names the replica (the audit log's userAgent), so that what each replica
     # did can be told apart.
     api.user_agent = f"respread/{identity}"
-    app = App(api=api, bounds=bounds)
+    app = App(api=api, bounds=bounds, prompts=prompts or PromptSettings())
     app.ledger = Ledger(api, namespace or default_namespace(), app.longest_cooldown)
     if election is not None:
         app.elector = LeaderElector(

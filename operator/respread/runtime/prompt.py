@@ -1,0 +1,79 @@
+"""Scans prompted by change: a scale-down, a lost node or a new one is reported within seconds,
+not at the next interval.
+
+The watch cache calls `Prompter.poke` (from the reflectors' threads) whenever a watch event
+changes what respread keeps of the cluster. A burst of changes is one prompt: it fires once no
+change has come for `quiet` seconds, or `longest` seconds after the burst began, whichever is
+first. The operator then scans the policies that run on an interval (a cron schedule means
+"only then", so it is never prompted), each no more often than its last scan's duration allows:
+prompted scans take at most `duty` of the time, so a cluster that never stops changing costs a
+bounded share of a CPU, and the interval stays the upper bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DEFAULT_QUIET = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSettings:
+    """`quiet` 0 turns prompted scans off."""
+
+    quiet: float = DEFAULT_QUIET
+    longest: float = 5.0
+    duty: float = 0.25
+
+    @property
+    def enabled(self) -> bool:
+        return self.quiet > 0
+
+    def gap_after(self, took: float) -> float:
+        """How long after a scan that took `took` seconds the next prompted one may start."""
+        return max(self.quiet, took * (1 / self.duty - 1))
+
+
+class Prompter:
+    """Turns pokes from any thread into debounced calls of `fire` on the event loop."""
+
+    def __init__(self, settings: PromptSettings, fire: Callable[[], None]) -> None:
+        self.settings = settings
+        self._fire = fire
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._poked = asyncio.Event()
+        self._pending = False  # a wake-up is on its way to the loop (fewer cross-thread calls)
+        self.fired = 0
+
+    def poke(self) -> None:
+        """Something changed (any thread)."""
+        loop = self._loop
+        if loop is None or self._pending or loop.is_closed():
+            return
+        self._pending = True
+        loop.call_soon_threadsafe(self._poked.set)
+
+    async def run(self) -> None:
+        """Until cancelled: wait for a burst of changes to end, then fire."""
+        self._loop = asyncio.get_running_loop()
+        while True:
+            await self._poked.wait()
+            await self._burst(time.monotonic())
+            self.fired += 1
+            self._fire()
+
+    async def _burst(self, began: float) -> None:
+        while True:
+            self._poked.clear()
+            self._pending = False
+            left = self.settings.longest - (time.monotonic() - began)
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._poked.wait(), min(self.settings.quiet, left))
+            except TimeoutError:
+                self._pending = False
+                return

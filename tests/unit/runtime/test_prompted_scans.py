@@ -1,0 +1,220 @@
+"""Scans prompted by change (runtime/prompt.py): which watch events prompt, how a burst of
+them becomes one prompt, and which policies a prompt scans, when."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+import pytest
+from kubernetes import client
+
+from respread.inputs.policy import RebalancePolicy, parse_policy
+from respread.remedies.cost.release import Lifecycle
+from respread.runtime.cache import ClusterCache
+from respread.runtime.operator import App
+from respread.runtime.prompt import Prompter, PromptSettings
+from tests.support import builders as make
+from tests.support.manifests import manifest
+
+API = cast(client.ApiClient, object())  # never called
+
+
+def make_policy(name: str, schedule: dict[str, str]) -> RebalancePolicy:
+    return parse_policy(
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": name, "generation": 1},
+            "spec": {"schedule": schedule},
+        }
+    )
+
+
+def pod(name: str, node: str = "n1", **kwargs: Any) -> dict[str, Any]:
+    return manifest(make.pod(name, node, namespace="ns", uid=f"uid-{name}", **kwargs))
+
+
+# ---- which watch events prompt ---------------------------------------------------------------
+
+
+def counting_cache() -> tuple[ClusterCache, list[int]]:
+    cache, calls = ClusterCache(), []
+    cache.on_change = lambda: calls.append(1)
+    return cache, calls
+
+
+def with_resource_version(body: dict[str, Any], version: str) -> dict[str, Any]:
+    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
+
+
+# (case, events applied after the listing of pod "a" on n1, prompts)
+EVENTS = [
+    ("a pod added", [("ADDED", pod("b"))], 1),
+    ("a pod deleted", [("DELETED", pod("a"))], 1),
+    ("a pod moved to another node", [("MODIFIED", pod("a", "n2"))], 1),
+    ("a pod whose record did not change", [("MODIFIED", with_resource_version(pod("a"), "9"))], 0),
+    ("a deletion of a pod never seen", [("DELETED", pod("z"))], 0),
+    ("a pod that turned unready", [("MODIFIED", pod("a", ready=False))], 1),
+    ("two changes", [("ADDED", pod("b")), ("DELETED", pod("a"))], 2),
+]
+
+
+@pytest.mark.parametrize(("events", "prompts"), [c[1:] for c in EVENTS], ids=[c[0] for c in EVENTS])
+def test_watch_events_prompt_when_they_change_a_record(
+    events: list[tuple[str, dict[str, Any]]], prompts: int
+) -> None:
+    cache, calls = counting_cache()
+    cache.apply("Pod", None, pod("a"))
+    for event_type, body in events:
+        cache.apply("Pod", event_type, body)
+    assert len(calls) == prompts
+
+
+def test_a_listing_never_prompts() -> None:
+    cache, calls = counting_cache()
+    cache.begin_listing("Pod")
+    for name in ("a", "b", "c"):
+        cache.apply("Pod", None, pod(name))
+    cache.end_listing("Pod", {("ns", n) for n in ("a", "b", "c")})
+    assert calls == []
+
+
+# ---- a burst of changes is one prompt ---------------------------------------------------------
+
+
+async def pokes(prompter: Prompter, count: int, every: float) -> None:
+    for _ in range(count):
+        prompter.poke()
+        await asyncio.sleep(every)
+
+
+def test_a_burst_of_changes_fires_once_after_it_has_been_quiet() -> None:
+    async def scenario() -> tuple[int, float]:
+        fired: list[float] = []
+        prompter = Prompter(PromptSettings(quiet=0.2, longest=5.0), lambda: fired.append(1))
+        task = asyncio.create_task(prompter.run())
+        await asyncio.sleep(0)
+        t0 = time.monotonic()
+        await pokes(prompter, 10, 0.02)  # 0.2 s of changes
+        while not fired and time.monotonic() - t0 < 3:
+            await asyncio.sleep(0.01)
+        took = time.monotonic() - t0
+        await asyncio.sleep(0.4)  # nothing more comes
+        task.cancel()
+        return len(fired), took
+
+    fired, took = asyncio.run(scenario())
+    assert fired == 1
+    assert 0.35 <= took < 1.5, took  # the burst (0.2 s), then quiet (0.2 s)
+
+
+def test_changes_that_never_stop_fire_every_longest_wait() -> None:
+    async def scenario() -> int:
+        fired: list[int] = []
+        prompter = Prompter(PromptSettings(quiet=0.2, longest=0.5), lambda: fired.append(1))
+        task = asyncio.create_task(prompter.run())
+        await asyncio.sleep(0)
+        await pokes(prompter, 110, 0.01)  # ~1.1 s, never quiet for 0.2 s
+        task.cancel()
+        return len(fired)
+
+    assert asyncio.run(scenario()) == 2  # at ~0.5 s and ~1.0 s
+
+
+def test_pokes_from_other_threads_reach_the_loop() -> None:
+    async def scenario() -> int:
+        fired: list[int] = []
+        prompter = Prompter(PromptSettings(quiet=0.05, longest=1.0), lambda: fired.append(1))
+        task = asyncio.create_task(prompter.run())
+        await asyncio.sleep(0)
+        await asyncio.to_thread(prompter.poke)
+        await asyncio.sleep(0.3)
+        task.cancel()
+        return len(fired)
+
+    assert asyncio.run(scenario()) == 1
+
+
+def test_the_gap_after_a_scan_keeps_prompted_scans_to_their_share() -> None:
+    settings = PromptSettings(quiet=1.0, duty=0.25)
+    assert settings.gap_after(4.0) == 12.0  # 4 s of scan in every 16 s
+    assert settings.gap_after(0.1) == 1.0  # never less than the quiet time
+    assert not PromptSettings(quiet=0).enabled
+
+
+# ---- which policies a prompt scans ------------------------------------------------------------
+
+
+class Recorder(App):
+    """An App whose rescans are recorded instead of modifying scheduler jobs."""
+
+    rescanned: list[str]
+
+    def rescan(self, name: str) -> None:
+        self.rescanned.append(name)
+
+
+def app_with(*policies: RebalancePolicy) -> Recorder:
+    app = Recorder(api=API)
+    app.rescanned = []
+    for p in policies:
+        app.policies[p.name] = (p, None)
+    return app
+
+
+def test_a_prompt_scans_interval_policies_but_never_a_cron_one() -> None:
+    app = app_with(
+        make_policy("every", {"interval": "5m"}),
+        make_policy("nightly", {"cron": "0 2 * * *"}),
+    )
+    asyncio.run(_prompt(app))
+    assert app.rescanned == ["every"]
+
+
+def test_a_policy_being_deleted_is_not_prompted() -> None:
+    app = app_with(make_policy("going", {"interval": "5m"}))
+    app.lifecycles["going"] = Lifecycle(deleting_since=1.0, finalizer=True)
+    asyncio.run(_prompt(app))
+    assert app.rescanned == []
+
+
+def test_a_follower_is_not_prompted() -> None:
+    app = app_with(make_policy("every", {"interval": "5m"}))
+    app.acting = lambda: False  # type: ignore[method-assign]
+    asyncio.run(_prompt(app))
+    assert app.rescanned == []
+
+
+def test_a_prompt_right_after_a_long_scan_waits_for_its_gap_then_scans() -> None:
+    async def scenario(app: Recorder) -> tuple[list[str], list[str]]:
+        now = time.monotonic()
+        app.scan_runs["every"] = (now - 0.1, now)  # took 0.1 s: the gap is 0.3 s
+        app.prompts = PromptSettings(quiet=0.05, duty=0.25)
+        app.prompted()
+        at_once = list(app.rescanned)
+        await asyncio.sleep(0.5)
+        return at_once, app.rescanned
+
+    app = app_with(make_policy("every", {"interval": "5m"}))
+    at_once, later = asyncio.run(scenario(app))
+    assert at_once == []
+    assert later == ["every"]
+
+
+def test_a_prompt_during_a_scan_waits_for_it_to_end() -> None:
+    async def scenario(app: Recorder) -> list[str]:
+        running = asyncio.get_running_loop().create_future()
+        app.scanning["every"] = cast(asyncio.Task[None], running)
+        app.prompted()
+        return list(app.rescanned)
+
+    app = app_with(make_policy("every", {"interval": "5m"}))
+    assert asyncio.run(scenario(app)) == []
+    assert app.waiting == {"every"}  # scan() prompts it again when the running scan ends
+
+
+async def _prompt(app: App) -> None:
+    app.prompted()
+    await asyncio.sleep(0)
