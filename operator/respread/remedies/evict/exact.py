@@ -24,10 +24,12 @@ from respread.remedies.evict.simulation import (
 )
 from respread.remedies.evict.steps import Move, StepState
 
-# The simulated moves a search may apply, fewer on large clusters (a predicted landing costs
-# time in proportion to the nodes).
-EXACT_BUDGET = 20_000
-EXACT_WORK = 2_000_000  # simulated moves times nodes: about a second at most
+# The simulated moves a search may try (both searches of one plan together), fewer on larger
+# clusters: a predicted landing costs time in proportion to the nodes. A count, not a time, so
+# that the same input always gives the same plan; at most about 0.3 s of one core
+# (bench/planner_worst.py, docs/limits.md).
+EXACT_BUDGET = 2_000
+EXACT_WORK = 16_000  # simulated moves tried times nodes
 
 Movable = list[tuple[Members, Pod]]
 
@@ -55,10 +57,12 @@ def exact_plan(inputs: PlanInputs, greedy: Plan, limit: int) -> Plan:
         if steering:
             movable = movable + steering
             wider = fewest_moves(
-                _ExactSpace(sim, movable, pool), bound if balanced else len(movable), budget
+                _ExactSpace(sim, movable, pool),
+                bound if balanced else len(movable),
+                budget - found.tried,
             )
             if wider.moves is not None or not wider.complete:
-                found = wider
+                found = replace(wider, tried=found.tried + wider.tried)
     if found.moves is None:
         return replace(greedy, method_note=_search_note(found, balanced, movable, greedy_moves))
     return sequence_plan(
@@ -73,7 +77,10 @@ def exact_plan(inputs: PlanInputs, greedy: Plan, limit: int) -> Plan:
 def _search_note(found: Found, balanced: bool, movable: Movable, greedy_moves: int) -> str:
     """How a search that found nothing better went, one line."""
     if not found.complete:
-        return f"greedy (the exhaustive search gave up after {found.applied} trial moves)"
+        return (
+            f"greedy (the exhaustive search gave up after {found.tried} trial moves: "
+            "a plan with fewer evictions may exist)"
+        )
     if balanced:
         return (
             f"greedy: {greedy_moves} eviction(s) in all, this run's and later runs' "

@@ -9,7 +9,13 @@ domains, then the node name. A step is kept only if it reduces the workload's vi
 and for every group whose counts or pods it changes: a group with no misplaced pod keeps none,
 a violated group does not end with a larger skew unless that skew is within its maxSkew, and
 another workload does not end with more misplaced pods. A workload whose steps stopped is tried
-again once the counts they depend on have changed.
+again once the counts they depend on have changed. Where no single move helps a workload, two
+judged as one may: its pod then another workload's that mends what the first broke
+(``_compound``), or another workload's pod that its selectors count (where it is crowded, or
+where its pods could go), then its own, which only that preparatory move lets land where it
+passes (``_prepared``). Where the plan leaves a group
+that moves could balance, the planner plans again with the groups it left first, and keeps the
+plan that leaves fewer pods misplaced.
 
 Victim order, per workload profile (most violating profile first):
 
@@ -37,7 +43,7 @@ keeping or undoing them, and chooses between it and the exact one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
@@ -79,6 +85,14 @@ __all__ = [
 # The exhaustive search runs where the violated workloads, and those their selectors count,
 # hold at most this many movable pods (0: never).
 EXACT_MOVABLE = 14
+
+# The greedy planner plans again, the groups it left unbalanced first, where those hold at most
+# this many pods (a second plan costs as much as the first).
+RETRY_PODS = 200
+
+# A preparatory move is tried with this many of the group's misplaced pods after it, the first
+# in victim order (each pair costs two simulated moves, for each of FOREIGN_TRIALS other pods).
+PREPARED_LEADS = 2
 
 
 def plan(
@@ -162,9 +176,37 @@ def holds_text(holds: list[Hold]) -> str:
 
 
 def _greedy_plan(inputs: PlanInputs, *, lift_holds: bool = False) -> Plan:
+    """The greedy plan, the most misplaced workload first; where that leaves a group that
+    moves could balance, the plan again with the groups it left first (an earlier move of one
+    workload can take the room, or shift the counts, that another needed), when that leaves
+    fewer pods misplaced."""
+    first = _greedy_in_order(inputs, lift_holds, ())
+    left = [
+        o.group.members
+        for o in first.outcomes
+        if not o.fixable and o.group.minimum_moves is not None
+    ]
+    if not left or sum(m.count for m in dict.fromkeys(left)) > RETRY_PODS:
+        return first
+    again = _greedy_in_order(inputs, lift_holds, left)
+    if _misplaced_after(again) < _misplaced_after(first):
+        return again
+    return first
+
+
+def _misplaced_after(found: Plan) -> int:
+    return sum(o.violating_after_all for o in found.outcomes)
+
+
+def _greedy_in_order(inputs: PlanInputs, lift_holds: bool, first: Collection[Members]) -> Plan:
+    """The greedy plan with the members ``first`` ahead of the others (each part in
+    ``violated_order``)."""
     analysis = inputs.analysis
     sim = inputs.simulation(lift_holds=lift_holds)
     order = violated_order(sim, analysis)
+    if first:
+        ahead = set(first)
+        order = [m for m in order if m in ahead] + [m for m in order if m not in ahead]
     planned = _run(inputs.passing(sim, True), order)
     run_end = RunEnd.of(sim, analysis)
     deferred = _run(inputs.passing(sim, False), order)
@@ -203,7 +245,7 @@ def _steps(run: Pass, m: Members) -> list[Move]:
     moves: list[Move] = []
     while True:
         step = _step(run, m)
-        steps = [step] if step is not None else _compound(run, m)
+        steps = [step] if step is not None else (_compound(run, m) or _prepared(run, m))
         if not steps:
             return moves
         sim.forget_refusals(m)  # the counts its refused pods were judged by changed
@@ -239,13 +281,14 @@ def _step(run: Pass, m: Members) -> tuple[Move, str] | None:
     The first of ``m``'s own misplaced pods (most crowded first) whose move helps. Where
     ``m``'s selectors also count other workloads' pods in its crowded domains, moving one of
     those may help more (it may fix its own workload too) or be the only way: then every
-    candidate, ``m``'s own first, is tried and the one that brings the groups it touches closest
-    to balance wins (the earliest on ties).
+    candidate, ``m``'s own first, is tried and the one that leaves the fewest pods misplaced in
+    the groups it touches wins (a pod that two groups' selectors count may fix both at once),
+    then the one that brings them closest to balance, then the earliest.
     """
     sim = run.sim
     foreign = victims.foreign(sim.counts, m, sim.moved, sim.skipped)
     measure = bool(foreign)
-    best: tuple[int, Members, Pod, str, str] | None = None  # measured: the best move so far
+    best: tuple[tuple[int, int], Members, Pod, str, str] | None = None  # the best so far
     for owner, pod, why in _tries(sim, m, foreign):
         own = owner is m  # an own pod comes with the rule it fails, a foreign one with a reason
         ok, deferral = run.eligible(pod, owner.workload, record=own)
@@ -345,3 +388,74 @@ def _pair(
             sim.undo_move(first)
             return []
     return [(lead_move, deferral), (follow_move, follower_deferral)]
+
+
+def _prepared(run: Pass, m: Members) -> list[tuple[Move, str]]:
+    """Two moves judged as one step, when neither a single move nor a pair led by one of
+    ``m``'s pods helps: first another workload's pod that ``m``'s selectors count, where ``m``
+    is crowded or else where its pods could go (its move alone leaves ``m``'s pods misplaced),
+    then one of ``m``'s misplaced pods, which only that first move lets land where it passes (a
+    preparatory move). Kept when the pair reduces ``m``'s misplaced pods and harms no group; []
+    when no pair does."""
+    sim = run.sim
+    preps = victims.foreign(sim.counts, m, sim.moved, sim.skipped, anywhere=True)
+    for x, prep, why in preps:
+        ok, prep_deferral = run.eligible(prep, x.workload)
+        if not ok:
+            continue
+        first = sim.apply_move(x, prep)
+        if first is None:
+            continue
+        leads = victims.candidates(sim.counts, m, sim.moved, sim.skipped, refused_too=True)
+        sim.undo_move(first)
+        for pod, _ in leads[:PREPARED_LEADS]:
+            pair = _prepared_pair(run, m, (x, prep, why, prep_deferral), pod)
+            if pair:
+                return pair
+    return []
+
+
+def _prepared_pair(
+    run: Pass, m: Members, prep: tuple[Members, Pod, str, str], pod: Pod
+) -> list[tuple[Move, str]]:
+    """The preparatory move of ``x``'s pod, then ``m``'s ``pod``, kept together when the pair
+    reduces ``m``'s misplaced pods and harms no group; [] (nothing changed) otherwise."""
+    sim = run.sim
+    x, other, why, prep_deferral = prep
+    ok, deferral = run.eligible(pod, m.workload)
+    if not ok:
+        return []
+    counts = sim.counts
+    affected = counts.affected(x, other) | counts.affected(m, pod)
+    affected[m] = None
+    before = {y: counts.tally(y) for y in affected}
+    changing = [*counts.tables_counting(other), *counts.tables_counting(pod)]
+    skews = counts.skews(affected, before, changing)
+    first = sim.apply_move(x, other)
+    if first is None:
+        return []
+    assert pod.node_name is not None
+    failing = fails(counts.judge(m), counts.node_labels[pod.node_name], pod.node_name)
+    reason = "" if failing is None else _verdict(sim, m, pod, failing)
+    second = sim.apply_move(m, pod) if failing is not None else None
+    if second is None:
+        sim.undo_move(first)
+        return []
+    after = {y: counts.tally(y) for y in affected}
+    if sim.harm(m, affected, before, after, skews) or after[m][0] >= before[m][0]:
+        sim.undo_move(second)
+        sim.undo_move(first)
+        return []
+    prep_move = sim.keep_applied(first, f"prepares the move of {pod.name}: {why}")
+    lead_move = sim.keep_applied(second, reason)
+    if run.within_limits:  # both this run, or neither
+        sim.commit(prep_move)
+        deferral = run.deferral(pod, m.workload)
+        sim.uncommit(prep_move)
+        if deferral or prep_deferral:
+            sim.moved.discard((other.namespace, other.name))
+            sim.moved.discard((pod.namespace, pod.name))
+            sim.undo_move(second)
+            sim.undo_move(first)
+            return []
+    return [(prep_move, prep_deferral), (lead_move, deferral)]

@@ -4,7 +4,9 @@ Iterative deepening over sequences of moves, each item moved at most once: every
 length 1, then 2, ... up to a limit, so the first sequence found is a shortest one. States
 already explored with at least as many moves left are not explored again (two orders of the
 same moves often land the same way), and a lower bound on the moves still needed prunes the
-rest. A budget of applied moves bounds the work: past it the search gives up, and says so.
+rest. A budget of tried moves (every move tried, whether it applies or not: a move that finds
+no room costs as much as one that lands) bounds the work: past it the search gives up, and says
+so. The bound is a count, not a time, so that the same input always gives the same answer.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Space(Protocol):
 class Found:
     moves: tuple[int, ...] | None  # a shortest sequence, or None when none within the limit
     complete: bool  # False: the budget ran out first, so a shorter or any answer may exist
-    applied: int  # the moves applied while searching
+    tried: int  # the moves tried while searching (applied or not)
 
 
 class _BudgetSpentError(Exception):
@@ -56,22 +58,22 @@ def fewest_moves(space: Space, limit: int, budget: int) -> Found:
                 moves = tuple(search.path)
                 for _ in moves:
                     space.undo()
-                return Found(moves, True, search.applied)
+                return Found(moves, True, search.tried)
     except _BudgetSpentError:
         for _ in search.path:
             space.undo()
-        return Found(None, False, search.applied)
-    return Found(None, True, search.applied)
+        return Found(None, False, search.tried)
+    return Found(None, True, search.tried)
 
 
 class _Deepening:
-    """One iterative-deepening search: the moves applied so far, the path it stands on, and
+    """One iterative-deepening search: the moves tried so far, the path it stands on, and
     the states explored with the most moves left then."""
 
     def __init__(self, space: Space, budget: int) -> None:
         self.space = space
         self.budget = budget
-        self.applied = 0
+        self.tried = 0
         self.seen: dict[Hashable, int] = {}
         self.path: list[int] = []
 
@@ -84,11 +86,11 @@ class _Deepening:
         if self._pruned(left):
             return False
         for item in space.items():
-            if self.applied >= self.budget:
+            if self.tried >= self.budget:
                 raise _BudgetSpentError
+            self.tried += 1
             if not space.apply(item):
                 continue
-            self.applied += 1
             self.path.append(item)
             if self.explore(left - 1):
                 return True

@@ -85,7 +85,9 @@ class Trial:
     pod: Pod
     target: Node
     mark: int  # the working counts before it
-    gain: int  # the fall in distance from balance of the groups it touches (when measured)
+    # the fall in the misplaced pods of the groups it touches, then in their distance from
+    # balance (when measured): a move that fixes two groups at once beats one that fixes one
+    gain: tuple[int, int]
     reason: str
 
 
@@ -186,7 +188,8 @@ class Simulation:
         its replacement. Applied, as a Trial, when it reduces ``m``'s misplaced pods and makes
         no group worse; otherwise undone, with a Skip saying why, or None (it does not help).
         ``measure``: also say by how much it brings the touched groups closer to balance (the
-        fall in their exact minimum moves), to compare it with other candidate moves."""
+        fall in their misplaced pods, then in their exact minimum moves), to compare it with
+        other candidate moves."""
         counts = self.counts
         counting = counts.tables_counting(pod)
         affected = dict.fromkeys(x for t in counting for x in counts.users(t))
@@ -204,7 +207,10 @@ class Simulation:
             if harm:
                 return Skip(pod, owner.workload, SkipKind.WOULD_VIOLATE, harm)
             return None
-        gain = distance - counts.distance(affected) if measure else 0
+        gain = (0, 0)
+        if measure:
+            fixed = sum(before[x][0] - after[x][0] for x in affected)
+            gain = (fixed, distance - counts.distance(affected))
         return Trial(m, owner, pod, target, mark, gain, reason)
 
     def harm(
@@ -288,7 +294,7 @@ class Simulation:
         search, judged as a whole), landing the replacement where predicted."""
         target, why, mark = self._evict(owner, pod)
         assert target is not None, why  # the search landed it in this very state
-        return self.keep(Trial(owner, owner, pod, target, mark, 0, reason))
+        return self.keep(Trial(owner, owner, pod, target, mark, (0, 0), reason))
 
     def keep(self, trial: Trial) -> Move:
         pod, owner, target = trial.pod, trial.owner, trial.target

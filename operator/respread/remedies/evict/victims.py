@@ -82,11 +82,17 @@ def candidates(
 
 
 def foreign(
-    counts: SimCounts, m: Members, moved: set[PodName], skipped: Mapping[PodName, Skip]
+    counts: SimCounts,
+    m: Members,
+    moved: set[PodName],
+    skipped: Mapping[PodName, Skip],
+    *,
+    anywhere: bool = False,
 ) -> list[tuple[Members, Pod, str]]:
     """Other workloads' pods that one of ``m``'s failing constraints counts, in the domains
     where ``m``'s pods fail it, with the reason to move them; at most ``FOREIGN_TRIALS``,
-    lowest priority, unpinned, youngest first."""
+    lowest priority, unpinned, youngest first. ``anywhere``: in its other domains too, after
+    those (a pod whose move lowers a count where ``m``'s pods could go)."""
     counted = counts.counted_others(m)
     if not counted:
         return []
@@ -104,7 +110,8 @@ def foreign(
         for x in counted.get(i, ()):
             for node_name, pods in counts.positions(x).items():
                 domain = node_domain.get(node_name)
-                if domain not in domains or not pods:
+                outside = domain not in domains
+                if (outside and not anywhere) or domain is None or not pods:
                     continue
                 reason = (
                     f"counted by the {c.key} spread of {m.workload}: "
@@ -115,7 +122,7 @@ def foreign(
                         pod.namespace,
                         pod.name,
                     ) not in skipped:
-                        key = (pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
+                        key = (outside, pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
                         found.append((key, x, pod, reason))
     found.sort(key=lambda item: item[0])
     return [(x, pod, reason) for _, x, pod, reason in found[:FOREIGN_TRIALS]]

@@ -74,3 +74,10 @@ def test_the_budget_bounds_the_work_and_is_reported() -> None:
 def test_a_limit_below_the_answer_finds_nothing() -> None:
     found = fewest_moves(Coins([5, 5, 5], 15), 2, budget=1000)
     assert found.moves is None and found.complete
+
+
+def test_moves_that_cannot_apply_count_against_the_budget() -> None:
+    space = Coins([9] * 6, 8)  # no coin fits: every move is tried and refused
+    found = fewest_moves(space, 6, budget=4)
+    assert found == type(found)(None, False, 4)
+    assert space.used == []
