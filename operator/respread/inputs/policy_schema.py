@@ -374,7 +374,7 @@ SCHEMA: dict[str, Any] = {
                 },
                 "schedule": {
                     "default": {"interval": "5m"},
-                    "description": "When to scan: every `interval` (a Go duration, at least 10s) or on a five-field `cron` expression. Exactly one of the two.",
+                    "description": "When to scan: every `interval` (a Go duration, at least 10s), and soon after the cluster changes (the operator's --scan-on-change), or only on a five-field `cron` expression. Exactly one of the two.",
                     "properties": {
                         "cron": {
                             "description": "Five fields (minute hour day-of-month month day-of-week), read as cron(8) reads them, in UTC.",
