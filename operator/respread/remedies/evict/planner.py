@@ -43,7 +43,7 @@ keeping or undoing them, and chooses between it and the exact one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
@@ -55,6 +55,7 @@ from respread.remedies.evict import victims
 from respread.remedies.evict.evictor import EvictionGate, Hold, HoldKind
 from respread.remedies.evict.exact import exact_plan
 from respread.remedies.evict.simulation import (
+    Applied,
     Outcome,
     Pass,
     Plan,
@@ -355,24 +356,10 @@ def _pair(
     ok, follower_deferral = run.eligible(follower, x.workload)
     if not ok:
         return []
-    counts = sim.counts
-    affected = counts.affected(m, pod) | counts.affected(x, follower)
-    affected[m] = None
-    before = {y: counts.tally(y) for y in affected}
-    changing = [*counts.tables_counting(pod), *counts.tables_counting(follower)]
-    skews = counts.skews(affected, before, changing)
-    first = sim.apply_move(m, pod)
-    if first is None:
+    applied = _two_moves(sim, m, (m, pod), (x, follower))
+    if applied is None:
         return []
-    second = sim.apply_move(x, follower)
-    if second is None:
-        sim.undo_move(first)
-        return []
-    after = {y: counts.tally(y) for y in affected}
-    if sim.harm(m, affected, before, after, skews) or after[m][0] >= before[m][0]:
-        sim.undo_move(second)
-        sim.undo_move(first)
-        return []
+    first, second = applied
     lead_move = sim.keep_applied(first, reason)
     follow_move = sim.keep_applied(
         second, f"follows {pod.name}: its move would otherwise break the spread of {x.workload}"
@@ -388,6 +375,38 @@ def _pair(
             sim.undo_move(first)
             return []
     return [(lead_move, deferral), (follow_move, follower_deferral)]
+
+
+def _two_moves(
+    sim: Simulation,
+    m: Members,
+    first: tuple[Members, Pod],
+    second: tuple[Members, Pod],
+    then: Callable[[], bool] = lambda: True,
+) -> tuple[Applied, Applied] | None:
+    """Both moves applied (the second only if ``then()`` says so once the first is), when
+    together they reduce ``m``'s misplaced pods and harm no group; None, with nothing
+    changed, otherwise."""
+    counts = sim.counts
+    (x1, pod1), (x2, pod2) = first, second
+    affected = counts.affected(x1, pod1) | counts.affected(x2, pod2)
+    affected[m] = None
+    before = {y: counts.tally(y) for y in affected}
+    changing = [*counts.tables_counting(pod1), *counts.tables_counting(pod2)]
+    skews = counts.skews(affected, before, changing)
+    one = sim.apply_move(x1, pod1)
+    if one is None:
+        return None
+    two = sim.apply_move(x2, pod2) if then() else None
+    if two is None:
+        sim.undo_move(one)
+        return None
+    after = {y: counts.tally(y) for y in affected}
+    if sim.harm(m, affected, before, after, skews) or after[m][0] >= before[m][0]:
+        sim.undo_move(two)
+        sim.undo_move(one)
+        return None
+    return one, two
 
 
 def _prepared(run: Pass, m: Members) -> list[tuple[Move, str]]:
@@ -426,26 +445,20 @@ def _prepared_pair(
     if not ok:
         return []
     counts = sim.counts
-    affected = counts.affected(x, other) | counts.affected(m, pod)
-    affected[m] = None
-    before = {y: counts.tally(y) for y in affected}
-    changing = [*counts.tables_counting(other), *counts.tables_counting(pod)]
-    skews = counts.skews(affected, before, changing)
-    first = sim.apply_move(x, other)
-    if first is None:
+    reasons: list[str] = []
+
+    def lands_only_now() -> bool:
+        """After the preparatory move: does ``pod`` fail where it is now (so it may move)?"""
+        assert pod.node_name is not None
+        failing = fails(counts.judge(m), counts.node_labels[pod.node_name], pod.node_name)
+        reasons.append("" if failing is None else _verdict(sim, m, pod, failing))
+        return failing is not None
+
+    applied = _two_moves(sim, m, (x, other), (m, pod), lands_only_now)
+    if applied is None:
         return []
-    assert pod.node_name is not None
-    failing = fails(counts.judge(m), counts.node_labels[pod.node_name], pod.node_name)
-    reason = "" if failing is None else _verdict(sim, m, pod, failing)
-    second = sim.apply_move(m, pod) if failing is not None else None
-    if second is None:
-        sim.undo_move(first)
-        return []
-    after = {y: counts.tally(y) for y in affected}
-    if sim.harm(m, affected, before, after, skews) or after[m][0] >= before[m][0]:
-        sim.undo_move(second)
-        sim.undo_move(first)
-        return []
+    first, second = applied
+    reason = reasons[0]
     prep_move = sim.keep_applied(first, f"prepares the move of {pod.name}: {why}")
     lead_move = sim.keep_applied(second, reason)
     if run.within_limits:  # both this run, or neither
