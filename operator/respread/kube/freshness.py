@@ -15,6 +15,7 @@ deliver. A server that sends no bookmark (no watch cache) leaves the probe incon
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from respread.kube.client import KubeError, get_json
+from respread.kube.client import KubeError, Timeouts, get_json
 from respread.kube.reader import METADATA_ONLY
 
 # kube-apiserver sends a watch's bookmark 2 s before the watch's deadline, at its next
@@ -81,9 +82,13 @@ def _read(raw: Any, target: int) -> Probe:
     return Probe(False, changed)
 
 
-def probe(api: client.ApiClient, path: str, since: str, target: int, connect: float) -> Probe:
+def probe(api: client.ApiClient, path: str, since: str, target: int, timeouts: Timeouts) -> Probe:
     """Watch `path` from `since` until something at or past `target` arrives (or the short
-    watch ends): what changed in between."""
+    watch ends): what changed in between. The server owes its bookmark within PROBE_SECONDS;
+    a probe that takes the request timeout (`timeouts.read`) longer than that found the server
+    not answering, and proves nothing: a KubeError, as for any request past its timeout (a
+    plan made before such a stall is not acted on)."""
+    started, read = time.monotonic(), timeouts.read
     method, url, headers, _, _ = api.param_serialize(
         "GET",
         path,
@@ -97,9 +102,8 @@ def probe(api: client.ApiClient, path: str, since: str, target: int, connect: fl
         auth_settings=["BearerToken"],
     )
     try:
-        response = api.call_api(
-            method, url, header_params=headers, _request_timeout=(connect, PROBE_SECONDS + 5)
-        )
+        limit = (timeouts.connect, PROBE_SECONDS + read)
+        response = api.call_api(method, url, header_params=headers, _request_timeout=limit)
         if response.status == 410:
             response.read()
             return Probe(False, None, gone=True)
@@ -108,10 +112,14 @@ def probe(api: client.ApiClient, path: str, since: str, target: int, connect: fl
             raise ApiException(http_resp=response)
         raw = response.response
         try:
-            return _read(raw, target)
+            seen = _read(raw, target)
         finally:
             raw.close()  # a stream left before its end must not go back to the pool half-read
             raw.release_conn()
+        took = time.monotonic() - started
+        if took > PROBE_SECONDS + read:
+            raise KubeError(f"watching {path}: no answer for {took:.1f}s (the API server stalled)")
+        return seen
     except ApiException as err:
         raise KubeError(f"watching {path} failed: HTTP {err.status} {err.reason}") from None
     except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:

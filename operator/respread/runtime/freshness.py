@@ -123,7 +123,7 @@ class Freshness:
         if since is None:
             return "relisting"
         try:
-            seen = probe(self.api, watched.path, since, target, self.timeouts.connect)
+            seen = probe(self.api, watched.path, since, target, self.timeouts)
         except KubeError as err:
             raise CacheBehindError(f"{watched.kind}: {err}") from None
         if seen.gone:

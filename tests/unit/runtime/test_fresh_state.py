@@ -155,7 +155,7 @@ class FakeServer:
     def current_version(self, api: object, path: str) -> str:
         return str(self.head)
 
-    def probe(self, api: object, path: str, since: str, target: int, connect: float) -> Probe:
+    def probe(self, api: object, path: str, since: str, target: int, timeouts: object) -> Probe:
         kind = next(w.kind for w in WATCHED if w.path == path)
         with self.lock:
             self.probes.append(kind)
