@@ -198,6 +198,9 @@ def test_a_leader_paused_past_its_lease_hands_over_and_names_no_stale_holder(
     first = wait_for(lambda: lease_holder(coordination), 60, "a replica to acquire the Lease")
     second = next(i for i in ops if i != first)
     paused = ops[first]
+    # The Lease names it as soon as the API server has stored the write; it leads once the
+    # answer arrived (an answer after a pause past the renew deadline does not make it lead).
+    wait_for(lambda: f"{first} leads" in paused.text(), 30, f"{first} to lead")
     paused.proc.send_signal(signal.SIGSTOP)
     try:
         wait_for(lambda: lease_holder(coordination) == second, LEASE_DURATION + 20, "the takeover")

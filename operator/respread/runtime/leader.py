@@ -158,7 +158,11 @@ class LeaderElector:
         self.holder = self.identity
         self._observed = Observation(decision.write, time.monotonic())
         self._valid_until = leading_until(sent, self.timing)
-        if decision.action is Action.ACQUIRE:
+        late = time.monotonic() - self._valid_until
+        if late >= 0:  # the answer came after the renew deadline (a pause, a stalled request)
+            log.warning("%s wrote %s, but the answer came %.1fs after the renew deadline: "
+                        "not leading on it", self.identity, self.where, late)  # fmt: skip
+        elif decision.action is Action.ACQUIRE:
             log.info("acquired %s: %s", self.where, decision.reason)
 
     async def _notice(self) -> None:

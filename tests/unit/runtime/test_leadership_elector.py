@@ -290,6 +290,42 @@ def test_a_lapsed_leader_does_not_name_itself_as_the_holder(
     assert "not renewed within the renew deadline, last renewed" in lapses[0], lapses
 
 
+def test_an_acquisition_answered_after_the_renew_deadline_never_leads(
+    leases: FakeLeases, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Lease is written (the API server names the candidate), but the answer reaches it
+    only after the renew deadline: its process was paused, or the request stalled. It never
+    leads on that write and does not claim to have acquired the Lease; it says why instead."""
+    timeline = Timeline()
+    write = leases.write
+
+    def slow_first_write(*args: Any, **kw: Any) -> bool:
+        won = write(*args, **kw)
+        if len(leases.writes) == 1:
+            time.sleep(TIMING.renew_deadline + 0.2)
+        return won
+
+    monkeypatch.setattr(leader_module, "write_lease", slow_first_write)
+
+    async def main() -> LeaderElector:
+        a = elector("a", timeline)
+        ta = start(a)
+        await wait_until(lambda: len(leases.writes) >= 1, 2, "the first write")
+        await wait_until(lambda: a.holder == "a", 3, "the late answer")
+        assert not a.leading
+        await wait_until(lambda: a.leading, 3, "the next renewal, answered in time")
+        ta.cancel()
+        return a
+
+    with caplog.at_level("INFO", logger=leader_module.__name__):
+        asyncio.run(main())
+    messages = [r.getMessage() for r in caplog.records]
+    late = [m for m in messages if "after the renew deadline: not leading on it" in m]
+    assert len(late) == 1, messages
+    assert not any(m.startswith("acquired") for m in messages[: messages.index(late[0])])
+    assert timeline.spans["a"][0][0] > leases.writes[0][0] + TIMING.renew_deadline, timeline.spans
+
+
 def test_identity_and_namespace_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("POD_NAME", "respread-5f7-x2")
     assert default_identity() == "respread-5f7-x2"
