@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kube_harness import AuditLog
+from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
     OPERATOR_USER,
     POOL_LABEL,
@@ -161,6 +161,31 @@ def surge_started(scene: Scene, *, interval: float = 0.05) -> None:
 
 
 @contextmanager
+def scheduling_held(cluster: ControlPlane) -> Iterator[Callable[[], None]]:
+    """kube-scheduler stopped (SIGSTOP) until the block calls the function it is given, or
+    ends: the pods a scale-up creates meanwhile stay Pending, never Ready, so the operator
+    cannot take the surge's next step (scaling back needs the new pods Ready) before the test
+    has done what it means to do mid-surge. Once resumed, the scheduler is shown current (a
+    canary pod bound) before the test goes on."""
+    scheduler = cluster.components["kube-scheduler"]
+    resumed = False
+
+    def release() -> None:
+        nonlocal resumed
+        if not resumed:
+            resumed = True
+            scheduler.resume()
+            cluster.await_scheduler_current()
+
+    scheduler.pause()
+    try:
+        yield release
+    finally:
+        if not resumed:
+            scheduler.resume()
+
+
+@contextmanager
 def surging(scene: Scene, name: str) -> Iterator[Sampler]:
     """An Enforce surge policy (readyTimeout 2m) for the block, web's replicas and Ready pods
     sampled all along; the block begins once the surge has scaled web up."""
@@ -263,7 +288,7 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
 
 
 def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     skewed(scene, {"web": {}})
     node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
@@ -271,8 +296,9 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
     first: OperatorProcess = operator_factory()
-    with surging(scene, name) as sampler:
+    with scheduling_held(e2e_cluster) as release, surging(scene, name) as sampler:
         first.kill()
+        release()
         state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
         scene.ready("web", 6)  # the new pods, while no operator runs
@@ -423,7 +449,7 @@ def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
 
 
 def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     """Two replicas with --leader-elect: the leader scales up and is SIGKILLed; the other takes
     the Lease over and finishes the surge from the Deployment's annotation."""
@@ -441,8 +467,9 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     second = next(i for i in ops if i != first)
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    with surging(scene, name) as sampler:
+    with scheduling_held(e2e_cluster) as release, surging(scene, name) as sampler:
         ops[first].kill()
+        release()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
         wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
     writers = [
@@ -519,7 +546,7 @@ def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
 
 
 def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_down(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     """The operator is SIGKILLed right after the scale-up, the policy deleted while it is down
     and the new pods become Ready meanwhile; no policy exists when it starts again. Its orphan
@@ -530,12 +557,13 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     name = f"rbp-{scene.namespace}"
     sampler = Sampler(scene, "web")
     first: OperatorProcess = operator_factory()
-    with sampler.running():
+    with sampler.running(), scheduling_held(e2e_cluster) as release:
         create_policy(
             scene.custom, name, scene.namespace, **surge_spec("Enforce", readyTimeout="10m")
         )
         surge_started(scene)
         first.kill()
+        release()
         delete_policy(scene.custom, name)
         state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
