@@ -602,6 +602,31 @@ class ControlPlane:
         finally:
             component.resume()
 
+    @contextlib.contextmanager
+    def scheduling_held(self) -> Iterator[Callable[[], None]]:
+        """kube-scheduler stopped (SIGSTOP) until the block calls the function it is given, or
+        ends: pods created meanwhile stay Pending, so never Ready, and whatever waits for them
+        (an operator's next step, a budget's next disruption) waits until the test has done
+        what it means to do first. Released, the scheduler is shown current again
+        (`await_scheduler_current`) before the block goes on."""
+        scheduler = self.components["kube-scheduler"]
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                scheduler.resume()
+                self.await_scheduler_current()
+
+        scheduler.pause()
+        try:
+            yield release
+        finally:
+            if not released:
+                scheduler.resume()
+                self._scheduler_unverified = True  # the next settle() waits for it
+
     def restart_apiserver(self, graceful: bool = True) -> float:
         """Stop and start kube-apiserver in place (same port, certs, etcd); seconds until ready.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,31 +161,6 @@ def surge_started(scene: Scene, *, interval: float = 0.05) -> None:
 
 
 @contextmanager
-def scheduling_held(cluster: ControlPlane) -> Iterator[Callable[[], None]]:
-    """kube-scheduler stopped (SIGSTOP) until the block calls the function it is given, or
-    ends: the pods a scale-up creates meanwhile stay Pending, never Ready, so the operator
-    cannot take the surge's next step (scaling back needs the new pods Ready) before the test
-    has done what it means to do mid-surge. Once resumed, the scheduler is shown current (a
-    canary pod bound) before the test goes on."""
-    scheduler = cluster.components["kube-scheduler"]
-    resumed = False
-
-    def release() -> None:
-        nonlocal resumed
-        if not resumed:
-            resumed = True
-            scheduler.resume()
-            cluster.await_scheduler_current()
-
-    scheduler.pause()
-    try:
-        yield release
-    finally:
-        if not resumed:
-            scheduler.resume()
-
-
-@contextmanager
 def surging(scene: Scene, name: str) -> Iterator[Sampler]:
     """An Enforce surge policy (readyTimeout 2m) for the block, web's replicas and Ready pods
     sampled all along; the block begins once the surge has scaled web up."""
@@ -296,7 +271,7 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
     first: OperatorProcess = operator_factory()
-    with scheduling_held(e2e_cluster) as release, surging(scene, name) as sampler:
+    with e2e_cluster.scheduling_held() as release, surging(scene, name) as sampler:
         first.kill()
         release()
         state = annotation(scene, "web")
@@ -467,7 +442,7 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     second = next(i for i in ops if i != first)
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    with scheduling_held(e2e_cluster) as release, surging(scene, name) as sampler:
+    with e2e_cluster.scheduling_held() as release, surging(scene, name) as sampler:
         ops[first].kill()
         release()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
@@ -557,7 +532,7 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     name = f"rbp-{scene.namespace}"
     sampler = Sampler(scene, "web")
     first: OperatorProcess = operator_factory()
-    with sampler.running(), scheduling_held(e2e_cluster) as release:
+    with sampler.running(), e2e_cluster.scheduling_held() as release:
         create_policy(
             scene.custom, name, scene.namespace, **surge_spec("Enforce", readyTimeout="10m")
         )
