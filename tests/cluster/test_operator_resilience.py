@@ -518,10 +518,19 @@ def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_bud
 
     sampler = AvailabilitySampler(e2e_cluster.kubeconfig, namespace, "app=web", 6)
     kubelet = ReadinessResync(e2e_cluster.kubeconfig, namespace, scene.nodes.node_selector)
-    with sampler, kubelet, scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE):
+    # The scheduler is held until the restart: the first replacement stays Pending, so the
+    # budget (and the pacing) keeps the second eviction from being made before the restart,
+    # however late this test gets to it after seeing the first.
+    with (
+        sampler,
+        kubelet,
+        e2e_cluster.scheduling_held() as release,
+        scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE),
+    ):
         wait_for(evicted, 90, "the first eviction")
         e2e_cluster.restart_apiserver()
         restarted = time.time()
+        release()
         wait_for(converged, 300, "the skew to converge within maxSkew")
         balanced_at = time.time()
 
