@@ -594,13 +594,18 @@ class ControlPlane:
     @contextlib.contextmanager
     def paused(self, name: str) -> Iterator[None]:
         """A component stopped (SIGSTOP) for the duration of the block, resumed (SIGCONT) after
-        it, even if the block fails."""
+        it, even if the block fails. After kube-apiserver or kube-scheduler was stopped, the
+        next `settle()` waits for the scheduler: a pause past client-go's HTTP/2 health check
+        (30 s idle, then 15 s for the ping's answer) closes its connections, and its watches
+        come back only after their back-off, as after a restart."""
         component = self.components[name]
         component.pause()
         try:
             yield
         finally:
             component.resume()
+            if name in ("kube-apiserver", "kube-scheduler"):
+                self._scheduler_unverified = True
 
     @contextlib.contextmanager
     def scheduling_held(self) -> Iterator[Callable[[], None]]:
