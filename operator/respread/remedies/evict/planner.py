@@ -123,9 +123,9 @@ def plan(
     return _with_waits(found, sim, inputs)
 
 
-def _plan(inputs: PlanInputs) -> tuple[Plan, Simulation]:
+def _plan(inputs: PlanInputs) -> tuple[Plan, Simulation | None]:
     """The plan, and its simulation run to its end (every move made, this run's and later
-    runs')."""
+    runs'); None for the exact plan's (``_replayed`` makes it again where it is needed)."""
     greedy, sim = _greedy_plan(inputs)
     violations = inputs.analysis.violations
     if not violations:
@@ -134,9 +134,7 @@ def _plan(inputs: PlanInputs) -> tuple[Plan, Simulation]:
         note = f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)"
         return replace(greedy, method_note=note), sim
     chosen = exact_plan(inputs, greedy, EXACT_MOVABLE)
-    if chosen.method == greedy.method:
-        return chosen, sim
-    return chosen, _replayed(inputs, chosen)
+    return chosen, sim if chosen.method == greedy.method else None
 
 
 def _replayed(inputs: PlanInputs, found: Plan) -> Simulation:
@@ -157,9 +155,10 @@ def _replayed(inputs: PlanInputs, found: Plan) -> Simulation:
     return sim
 
 
-def _with_waits(found: Plan, sim: Simulation, inputs: PlanInputs) -> Plan:
+def _with_waits(found: Plan, sim: Simulation | None, inputs: PlanInputs) -> Plan:
     """The plan with each unbalanced group that only holds keep from balance marked Waiting.
-    ``sim``: the plan's simulation run to its end; planned on, with the holds lifted."""
+    ``sim``: the plan's simulation run to its end (None: made again), planned on with the
+    holds lifted."""
     unfixable = {o.group.workload for o in found.outcomes if not o.fixable}
     if not unfixable:
         return found
@@ -174,7 +173,7 @@ def _with_waits(found: Plan, sim: Simulation, inputs: PlanInputs) -> Plan:
     candidates = [o.group for o in found.outcomes if not o.fixable and holds[o.group.workload]]
     if not candidates:
         return found
-    balanced = _balanced_once_lifted(inputs, sim, candidates)
+    balanced = _balanced_once_lifted(inputs, sim or _replayed(inputs, found), candidates)
     outcomes = []
     for o in found.outcomes:
         waits = holds[o.group.workload]
