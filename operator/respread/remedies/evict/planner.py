@@ -46,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 
-from respread.analysis.groups import Analysis, Members, WorkloadRef
+from respread.analysis.groups import Analysis, Group, Members, WorkloadRef
 from respread.analysis.tally import fails
 from respread.core.model import Pod
 from respread.core.timestamps import format_rfc3339
@@ -65,6 +65,7 @@ from respread.remedies.evict.simulation import (
     Trial,
     domains_needed,
     finish,
+    most_misplaced_first,
     violated_order,
 )
 from respread.remedies.evict.steps import Move, Skip, SkipKind, StepState, Verdict
@@ -112,28 +113,52 @@ def plan(
     looks for fewer evictions that leave every group balanced; its plan is used when it is
     smaller than the greedy one, or balances what the greedy one does not.
 
-    A group the plan leaves unbalanced is Waiting (``Outcome.waiting_for``) when the greedy
-    planner, with every hold lifted (minPodAge, budgets whose pods are not all healthy yet),
-    balances it."""
+    A group the plan leaves unbalanced, with pods that a hold keeps (minPodAge, a budget whose
+    pods are not all healthy yet or whose status is stale), is Waiting
+    (``Outcome.waiting_for``) when, once every hold has lifted, the greedy planner balances it
+    on top of the plan: after all of its moves, this run's and later runs', planning only the
+    groups that can be Waiting (their steps may move other workloads' pods, as any step may)."""
     inputs = PlanInputs(analysis, policy, now, history or {}, held or {})
-    return _with_waits(_plan(inputs), inputs)
+    found, sim = _plan(inputs)
+    return _with_waits(found, sim, inputs)
 
 
-def _plan(inputs: PlanInputs) -> Plan:
-    greedy = _greedy_plan(inputs)
+def _plan(inputs: PlanInputs) -> tuple[Plan, Simulation | None]:
+    """The plan, and its simulation run to its end (every move made, this run's and later
+    runs'); None for the exact plan's (``_replayed`` makes it again where it is needed)."""
+    greedy, sim = _greedy_plan(inputs)
     violations = inputs.analysis.violations
     if not violations:
-        return greedy
+        return greedy, sim
     if sum(g.members.count for g in violations) > 4 * EXACT_MOVABLE:  # before a copy
-        return replace(
-            greedy,
-            method_note=f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)",
-        )
-    return exact_plan(inputs, greedy, EXACT_MOVABLE)
+        note = f"greedy (more than {EXACT_MOVABLE} movable pods: no exhaustive search)"
+        return replace(greedy, method_note=note), sim
+    chosen = exact_plan(inputs, greedy, EXACT_MOVABLE)
+    return chosen, sim if chosen.method == greedy.method else None
 
 
-def _with_waits(found: Plan, inputs: PlanInputs) -> Plan:
-    """The plan with each unbalanced group that only holds keep from balance marked Waiting."""
+def _replayed(inputs: PlanInputs, found: Plan) -> Simulation:
+    """A simulation with the plan's moves made in order, this run's then later runs' (each
+    lands where the plan predicted: the same moves from the same state)."""
+    sim = inputs.simulation()
+    workloads = {move.workload for move in (*found.moves, *found.deferred)}
+    owners = {
+        (pod.namespace, pod.name): m
+        for m in inputs.analysis.members
+        if m.workload in workloads
+        for pods in m.by_node.values()
+        for pod in pods
+    }
+    for move in (*found.moves, *found.deferred):
+        made = sim.force(owners[(move.pod.namespace, move.pod.name)], move.pod, move.reason)
+        assert made.to_node == move.to_node, (move, made)
+    return sim
+
+
+def _with_waits(found: Plan, sim: Simulation | None, inputs: PlanInputs) -> Plan:
+    """The plan with each unbalanced group that only holds keep from balance marked Waiting.
+    ``sim``: the plan's simulation run to its end (None: made again), planned on with the
+    holds lifted."""
     unfixable = {o.group.workload for o in found.outcomes if not o.fixable}
     if not unfixable:
         return found
@@ -145,10 +170,10 @@ def _with_waits(found: Plan, inputs: PlanInputs) -> Plan:
         hold = gate.hold(skip.pod, inputs.now)
         if hold is not None:
             holds[skip.workload].append(hold)
-    if not any(not o.fixable and holds[o.group.workload] for o in found.outcomes):
+    candidates = [o.group for o in found.outcomes if not o.fixable and holds[o.group.workload]]
+    if not candidates:
         return found
-    lifted = _greedy_plan(inputs, lift_holds=True)
-    balanced = {(o.group.members, o.group.index) for o in lifted.outcomes if o.fixable}
+    balanced = _balanced_once_lifted(inputs, sim or _replayed(inputs, found), candidates)
     outcomes = []
     for o in found.outcomes:
         waits = holds[o.group.workload]
@@ -159,6 +184,18 @@ def _with_waits(found: Plan, inputs: PlanInputs) -> Plan:
         message = f"waiting: eviction fixes it once these holds lift: {waiting_for}"
         outcomes.append(replace(o, waiting_for=waiting_for, message=message))
     return replace(found, outcomes=tuple(outcomes))
+
+
+def _balanced_once_lifted(
+    inputs: PlanInputs, sim: Simulation, groups: list[Group]
+) -> set[tuple[Members, int]]:
+    """Which of the groups the greedy planner balances once every hold has lifted, going on
+    from ``sim`` (the plan's moves made) and planning these groups' members only, past the
+    policy's caps, cooldown and budgets (as the plan's later runs do)."""
+    sim.lift_holds()
+    order = most_misplaced_first(sim, dict.fromkeys(g.members for g in groups))
+    _run(inputs.passing(sim, False), order)
+    return {(g.members, g.index) for g in groups if sim.counts.violators(g.members, g.index) == 0}
 
 
 def holds_text(holds: list[Hold]) -> str:
@@ -176,34 +213,34 @@ def holds_text(holds: list[Hold]) -> str:
     return "; ".join(parts)
 
 
-def _greedy_plan(inputs: PlanInputs, *, lift_holds: bool = False) -> Plan:
+def _greedy_plan(inputs: PlanInputs) -> tuple[Plan, Simulation]:
     """The greedy plan, the most misplaced workload first; where that leaves a group that
     moves could balance, the plan again with the groups it left first (an earlier move of one
     workload can take the room, or shift the counts, that another needed), when that leaves
-    fewer pods misplaced."""
-    first = _greedy_in_order(inputs, lift_holds, ())
+    fewer pods misplaced. With the plan, its simulation run to its end."""
+    first, sim = _greedy_in_order(inputs, ())
     left = [
         o.group.members
         for o in first.outcomes
         if not o.fixable and o.group.minimum_moves is not None
     ]
     if not left or sum(m.count for m in dict.fromkeys(left)) > RETRY_PODS:
-        return first
-    again = _greedy_in_order(inputs, lift_holds, left)
+        return first, sim
+    again, again_sim = _greedy_in_order(inputs, left)
     if _misplaced_after(again) < _misplaced_after(first):
-        return again
-    return first
+        return again, again_sim
+    return first, sim
 
 
 def _misplaced_after(found: Plan) -> int:
     return sum(o.violating_after_all for o in found.outcomes)
 
 
-def _greedy_in_order(inputs: PlanInputs, lift_holds: bool, first: Collection[Members]) -> Plan:
+def _greedy_in_order(inputs: PlanInputs, first: Collection[Members]) -> tuple[Plan, Simulation]:
     """The greedy plan with the members ``first`` ahead of the others (each part in
-    ``violated_order``)."""
+    ``violated_order``), and its simulation run to its end."""
     analysis = inputs.analysis
-    sim = inputs.simulation(lift_holds=lift_holds)
+    sim = inputs.simulation()
     order = violated_order(sim, analysis)
     if first:
         ahead = set(first)
@@ -211,9 +248,10 @@ def _greedy_in_order(inputs: PlanInputs, lift_holds: bool, first: Collection[Mem
     planned = _run(inputs.passing(sim, True), order)
     run_end = RunEnd.of(sim, analysis)
     deferred = _run(inputs.passing(sim, False), order)
-    return finish(
+    found = finish(
         analysis, sim, planned=planned, deferred=deferred, run_end=run_end, method="greedy"
     )
+    return found, sim
 
 
 def _run(run: Pass, order: list[Members]) -> list[Move]:

@@ -102,8 +102,8 @@ class PlanInputs:
     history: Mapping[WorkloadRef, float]
     held: Mapping[WorkloadRef, str]
 
-    def simulation(self, *, lift_holds: bool = False) -> Simulation:
-        return Simulation(self.analysis, self.policy, self.held, lift_holds=lift_holds)
+    def simulation(self) -> Simulation:
+        return Simulation(self.analysis, self.policy, self.held)
 
     def passing(self, sim: Simulation, within_limits: bool) -> Pass:
         return Pass(sim, within_limits, self.now, self.history)
@@ -118,14 +118,12 @@ class Simulation:
         analysis: Analysis,
         policy: RebalancePolicy,
         held: Mapping[WorkloadRef, str] | None = None,
-        *,
-        lift_holds: bool = False,
     ) -> None:
         self.index: SpreadIndex = analysis.index
         self.policy = policy
         state = self.index.state
         self.counts = SimCounts(analysis, policy.constraints.when_unsatisfiable)
-        self.gate = EvictionGate(policy, state.budgets, held, lift_holds=lift_holds)
+        self.gate = EvictionGate(policy, state.budgets, held)
         self.landing = LandingPredictor(state.nodes, state.pods, policy.eviction.require_fit)
         self.moved: set[PodName] = set()  # pods already moved (their replacements stay put)
         self.skipped: dict[PodName, Skip] = {}
@@ -305,6 +303,15 @@ class Simulation:
     def commit(self, move: Move) -> None:
         self.gate.commit(move.pod, move.workload)
 
+    def lift_holds(self) -> None:
+        """Go on as a later run would once every hold has lifted (minPodAge, budgets whose
+        pods are not all healthy or whose status is stale): the moves made so far stay made,
+        and no pod is skipped any more (each is judged afresh, under the lifted gate)."""
+        gate = self.gate
+        self.gate = EvictionGate(gate.policy, self.index.state.budgets, gate.held, lift_holds=True)
+        self.skipped.clear()
+        self._refused.clear()
+
     def uncommit(self, move: Move) -> None:
         self.gate.uncommit(move.pod, move.workload)
 
@@ -344,10 +351,12 @@ class Pass:
 def violated_order(sim: Simulation, analysis: Analysis) -> list[Members]:
     """The members of violated groups, the most misplaced pods first."""
     violated = {g.members for g in analysis.violations}
-    return sorted(
-        (m for m in analysis.members if m in violated),
-        key=lambda m: (-sim.counts.violators(m), m.workload),
-    )
+    return most_misplaced_first(sim, [m for m in analysis.members if m in violated])
+
+
+def most_misplaced_first(sim: Simulation, members: Collection[Members]) -> list[Members]:
+    """The members, the most misplaced pods (now, in the simulation) first."""
+    return sorted(members, key=lambda m: (-sim.counts.violators(m), m.workload))
 
 
 @dataclass(frozen=True, slots=True)
