@@ -594,13 +594,43 @@ class ControlPlane:
     @contextlib.contextmanager
     def paused(self, name: str) -> Iterator[None]:
         """A component stopped (SIGSTOP) for the duration of the block, resumed (SIGCONT) after
-        it, even if the block fails."""
+        it, even if the block fails. After kube-apiserver or kube-scheduler was stopped, the
+        next `settle()` waits for the scheduler: a pause past client-go's HTTP/2 health check
+        (30 s idle, then 15 s for the ping's answer) closes its connections, and its watches
+        come back only after their back-off, as after a restart."""
         component = self.components[name]
         component.pause()
         try:
             yield
         finally:
             component.resume()
+            if name in ("kube-apiserver", "kube-scheduler"):
+                self._scheduler_unverified = True
+
+    @contextlib.contextmanager
+    def scheduling_held(self) -> Iterator[Callable[[], None]]:
+        """kube-scheduler stopped (SIGSTOP) until the block calls the function it is given, or
+        ends: pods created meanwhile stay Pending, so never Ready, and whatever waits for them
+        (an operator's next step, a budget's next disruption) waits until the test has done
+        what it means to do first. Released, the scheduler is shown current again
+        (`await_scheduler_current`) before the block goes on."""
+        scheduler = self.components["kube-scheduler"]
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                scheduler.resume()
+                self.await_scheduler_current()
+
+        scheduler.pause()
+        try:
+            yield release
+        finally:
+            if not released:
+                scheduler.resume()
+                self._scheduler_unverified = True  # the next settle() waits for it
 
     def restart_apiserver(self, graceful: bool = True) -> float:
         """Stop and start kube-apiserver in place (same port, certs, etcd); seconds until ready.

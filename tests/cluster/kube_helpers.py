@@ -210,6 +210,57 @@ def spread_deployment(
     return body
 
 
+BARRIER_LABEL = "respread.test/barrier"
+
+
+def replicaset_controller_current(
+    core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str, timeout: float = 60.0
+) -> None:
+    """Wait until kube-controller-manager's ReplicaSet controller has seen every pod write made
+    so far, such as pod-deletion-costs just written before a scale-in: it picks the pods to
+    remove from its own cache of pods, which may lag behind the API server (a loaded machine,
+    a watch still digesting an earlier test's mass deletion), and then removes others.
+
+    A bare pod matching a ReplicaSet of 0 replicas (``respread-barrier``, made once per
+    namespace; its pods fit no node) is created, and the controller adopts it (then deletes it)
+    once its pod watch has delivered it. That watch delivers in order: it has delivered every
+    write before it too."""
+    labels = {BARRIER_LABEL: "1"}
+    spec = {
+        "nodeSelector": {BARRIER_LABEL: "no-such-node"},
+        "automountServiceAccountToken": False,
+        "containers": [{"name": "barrier", "image": "registry.invalid/respread/barrier:1"}],
+    }
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "respread-barrier", "labels": labels},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+    try:
+        apps.create_namespaced_replica_set(namespace, replicaset)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    body = {"metadata": {"generateName": "respread-barrier-", "labels": labels}, "spec": spec}
+    name = core.create_namespaced_pod(namespace, body).metadata.name
+
+    def adopted() -> bool:
+        try:
+            pod = core.read_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            if not_found(exc):
+                return True  # adopted and deleted already
+            raise
+        return bool(pod.metadata.owner_references)
+
+    wait_for(adopted, timeout, f"the ReplicaSet controller to adopt the barrier pod {name}")
+
+
 def zone_a_and_two_of_b(pods: Iterable[client.V1Pod], node_zones: Mapping[str, str]) -> set[str]:
     """Of 9 pods spread 3/3/3, the ones whose going leaves 0/1/3 (a skew of 3): zone-a's
     three and two of zone-b's (by name)."""

@@ -54,6 +54,26 @@ def remove(api: client.ApiClient, population: Population) -> None:
     admission.delete_validating_admission_policy(population.admission_policy)
 
 
+def wait_removed(api: client.ApiClient, populations: list[Population], timeout: float) -> None:
+    """Return once the populations' namespaces (their contents deleted by the namespace
+    controller) and nodes are gone: until then the control plane is still digesting thousands
+    of deletions, and its controllers' caches lag behind what a next test writes."""
+    core = client.CoreV1Api(api)
+    namespaces = {ns for p in populations for ns in p.namespaces}
+    nodes = {node for p in populations for node in p.nodes}
+    deadline = time.monotonic() + timeout
+    while True:
+        left = namespaces & {n.metadata.name for n in core.list_namespace().items}
+        left |= nodes & {n.metadata.name for n in core.list_node().items}
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"{len(left)} namespaces and nodes still there after {timeout:.0f} s"
+            )
+        time.sleep(1)
+
+
 def _refuse_controller_replicas(api: client.ApiClient, prefix: str, probe_ns: str) -> str:
     """Bind a policy refusing the ReplicaSet controller (and probe pods) pod creation in the
     namespaces labelled with this population; return once the API server enforces it."""

@@ -18,6 +18,7 @@ from kube_helpers import (
     evictions,
     list_pods,
     policy,
+    replicaset_controller_current,
     spread_deployment,
     status_of,
     wait_pods_ready,
@@ -87,8 +88,14 @@ class Scene:
         (pod-deletion-cost -100, the others 100); the survivors, once Ready."""
         for pod in self.pods(app):
             self.cost(pod.metadata.name, "-100" if first(pod) else "100")
+        self.costs_seen()
         self.scale(app, replicas)
         return self.ready(app, replicas, timeout)
+
+    def costs_seen(self) -> None:
+        """Wait until the ReplicaSet controller has seen the pod-deletion-costs written so far
+        (before a scale-in that they are to order)."""
+        replicaset_controller_current(self.core, self.apps, self.namespace)
 
     def scale(self, app: str, replicas: int) -> None:
         """Scale the Deployment ``app``, as an autoscaler or a person would."""

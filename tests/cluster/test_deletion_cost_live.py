@@ -104,6 +104,7 @@ def test_scale_in_keeps_max_skew_with_respread_costs(scene: Scene) -> None:
     for replicas in (6, 3, 9, 4):
         if replicas < 9:
             respread_writes_costs(scene.api, scene.namespace, "ordered")
+            scene.costs_seen()
         for app in ("plain", "ordered"):
             scene.scale(app, replicas)
         for app in ("plain", "ordered"):
@@ -131,6 +132,7 @@ def test_an_order_written_partly_is_followed_from_its_head(scene: Scene) -> None
     scene.deploy("web", 9)
     assert skew(zone_counts(scene, "web", 9, node_zones)) == 0
     costs_one_zone_first(scene, node_zones)
+    scene.costs_seen()
     scene.scale("web", 7)
     old = zone_counts(scene, "web", 7, node_zones)
     assert skew(old) == 2, old  # the old costs alone: two of zone-a's three pods went
@@ -139,6 +141,7 @@ def test_an_order_written_partly_is_followed_from_its_head(scene: Scene) -> None
     assert skew(zone_counts(scene, "web", 9, node_zones)) == 0
     costs_one_zone_first(scene, node_zones)
     assert respread_writes_costs(scene.api, scene.namespace, "web", cap=2) == 2
+    scene.costs_seen()
     scene.scale("web", 7)
     partly = zone_counts(scene, "web", 7, node_zones)
     print(
@@ -183,6 +186,7 @@ def test_the_operator_in_enforce_writes_the_costs_and_a_scale_in_keeps_max_skew(
 
         wait_for(costed, 90, "the operator's pod-deletion-cost on every pod")
         for replicas in (6, 3):
+            scene.costs_seen()  # (the operator's, written by a scan that has ended)
             scene.scale("web", replicas)
             counts = zone_counts(scene, "web", replicas, node_zones)
             assert skew(counts) <= 1, counts

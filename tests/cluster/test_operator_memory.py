@@ -42,6 +42,7 @@ def test_a_restarted_operator_keeps_causes_since_and_cooldowns(
         for pod in pods:
             in_zone_a = node_zones[pod.spec.node_name] == "zone-a"
             scene.cost(pod.metadata.name, "-100" if in_zone_a else "100")
+        scene.costs_seen()
         scene.scale("web", 6)
 
         wait_for(lambda: evicted(scene, mark), 90, "the first eviction")

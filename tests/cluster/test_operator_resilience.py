@@ -321,7 +321,7 @@ def replacements_refused(scene: Scene, on_lost: set[str]) -> list[client.V1Pod] 
 
 
 def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
-    scene: Scene, operator: Path
+    e2e_cluster: ControlPlane, scene: Scene, operator: Path
 ) -> None:
     """zone-a's second node is cordoned for maintenance, so zone-a's two pods both run on its
     first node. That node is lost: the scheduler no longer counts its pods (0/2/2, skew 2),
@@ -334,6 +334,10 @@ def test_node_loss_is_reported_as_the_cause_while_the_replacements_cannot_land(
     node_zones = scene.zones(TWO_PER_ZONE)
     lost, spare = f"{fake_nodes.pool}-zone-a-0", f"{fake_nodes.pool}-zone-a-1"
     fake_nodes.cordon(spare)
+    # The scheduler places the pods from its own view of the nodes: one that has not seen the
+    # cordon yet may put a pod on the spare node. It has seen it once it has seen a node
+    # created after it (one watch stream, in order): the canary of await_scheduler_current.
+    e2e_cluster.await_scheduler_current()
     scene.deploy("web", 6)
     pods = scene.ready("web", 6, timeout=180)
     assert pods_per_zone(pods, node_zones) == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
@@ -514,10 +518,19 @@ def test_enforce_across_an_apiserver_restart_evicts_each_pod_once_within_the_bud
 
     sampler = AvailabilitySampler(e2e_cluster.kubeconfig, namespace, "app=web", 6)
     kubelet = ReadinessResync(e2e_cluster.kubeconfig, namespace, scene.nodes.node_selector)
-    with sampler, kubelet, scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE):
+    # The scheduler is held until the restart: the first replacement stays Pending, so the
+    # budget (and the pacing) keeps the second eviction from being made before the restart,
+    # however late this test gets to it after seeing the first.
+    with (
+        sampler,
+        kubelet,
+        e2e_cluster.scheduling_held() as release,
+        scene.rebalancing(name, mode="Enforce", eviction=AT_ONCE),
+    ):
         wait_for(evicted, 90, "the first eviction")
         e2e_cluster.restart_apiserver()
         restarted = time.time()
+        release()
         wait_for(converged, 300, "the skew to converge within maxSkew")
         balanced_at = time.time()
 

@@ -29,7 +29,7 @@ from kube_helpers import (
     wait_for,
 )
 from kubernetes import client
-from population import Population, populate, remove
+from population import Population, populate, remove, wait_removed
 
 if TYPE_CHECKING:
     from operator_fixtures import StartOperator
@@ -50,11 +50,22 @@ def rss_mb(pid: int) -> float:
 
 
 @pytest.fixture
-def populations(api_client: client.ApiClient) -> Iterator[list[Population]]:
+def populations(
+    api_client: client.ApiClient, control_plane: ControlPlane
+) -> Iterator[list[Population]]:
+    """The populations a test makes, removed after it; the next test starts once the removal
+    is over and kube-scheduler has caught up with it (120 node and 5,000 pod deletions), so
+    that it does not place the next test's pods from a node list still being updated. (Without
+    the controller-manager nothing deletes the namespaces' contents, nor lags behind.)"""
     made: list[Population] = []
     yield made
     for population in made:
         remove(api_client, population)
+    if control_plane.e2e_running:
+        started = time.monotonic()
+        wait_removed(api_client, made, timeout=300)
+        control_plane.await_scheduler_current()
+        print(f"populations removed, the scheduler current: {time.monotonic() - started:.0f}s")
 
 
 def wait_scans(custom: client.CustomObjectsApi, name: str, count: int) -> dict[str, Any]:

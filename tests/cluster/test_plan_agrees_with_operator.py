@@ -32,6 +32,7 @@ from kube_helpers import (
     list_pods,
     pod_is_ready,
     pods_per_zone,
+    replicaset_controller_current,
     scanned_after,
     spread_deployment,
     wait_for,
@@ -138,6 +139,7 @@ def test_plan_with_policy_name_agrees_with_the_operator(
             core_v1.patch_namespaced_pod(
                 pod.metadata.name, namespace, {"metadata": {"annotations": {DELETION_COST: cost}}}
             )
+        replicaset_controller_current(core_v1, apps_v1, namespace)
         apps_v1.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 6}})
 
         def settled() -> bool:

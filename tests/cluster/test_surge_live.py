@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kube_harness import AuditLog
+from kube_harness import AuditLog, ControlPlane
 from kube_helpers import (
     OPERATOR_USER,
     POOL_LABEL,
@@ -263,7 +263,7 @@ def test_dry_run_reports_the_surge_and_the_skips_then_enforce_fixes_the_skew(
 
 
 def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     skewed(scene, {"web": {}})
     node_zones = zone_of_nodes(scene.core, scene.nodes.node_selector)
@@ -271,8 +271,9 @@ def test_an_operator_killed_mid_surge_resumes_and_ends_with_the_original_count(
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
     first: OperatorProcess = operator_factory()
-    with surging(scene, name) as sampler:
+    with e2e_cluster.scheduling_held() as release, surging(scene, name) as sampler:
         first.kill()
+        release()
         state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
         scene.ready("web", 6)  # the new pods, while no operator runs
@@ -423,7 +424,7 @@ def test_someone_else_scaling_mid_surge_makes_the_operator_stand_down(
 
 
 def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     """Two replicas with --leader-elect: the leader scales up and is SIGKILLed; the other takes
     the Lease over and finishes the surge from the Deployment's annotation."""
@@ -441,8 +442,9 @@ def test_a_new_leader_finishes_the_surge_the_killed_leader_started(
     second = next(i for i in ops if i != first)
     mark = scene.audit.mark()
     name = f"rbp-{scene.namespace}"
-    with surging(scene, name) as sampler:
+    with e2e_cluster.scheduling_held() as release, surging(scene, name) as sampler:
         ops[first].kill()
+        release()
         wait_for(lambda: lease_holder(coordination) == second, 60, "the other replica to lead")
         wait_for(lambda: settled(scene, "web", 4), 120, "back to 4 replicas")
     writers = [
@@ -519,7 +521,7 @@ def test_a_policy_deleted_mid_surge_leaves_the_deployment_at_its_original_count(
 
 
 def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_down(
-    scene: Scene, operator_factory: StartOperator
+    e2e_cluster: ControlPlane, scene: Scene, operator_factory: StartOperator
 ) -> None:
     """The operator is SIGKILLed right after the scale-up, the policy deleted while it is down
     and the new pods become Ready meanwhile; no policy exists when it starts again. Its orphan
@@ -530,12 +532,13 @@ def test_a_restarted_operator_ends_the_surge_of_a_policy_deleted_while_it_was_do
     name = f"rbp-{scene.namespace}"
     sampler = Sampler(scene, "web")
     first: OperatorProcess = operator_factory()
-    with sampler.running():
+    with sampler.running(), e2e_cluster.scheduling_held() as release:
         create_policy(
             scene.custom, name, scene.namespace, **surge_spec("Enforce", readyTimeout="10m")
         )
         surge_started(scene)
         first.kill()
+        release()
         delete_policy(scene.custom, name)
         state = annotation(scene, "web")
         assert state is not None and state["phase"] == "Surging", state
