@@ -17,14 +17,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-DEFAULT_QUIET = 1.0
-
 
 @dataclass(frozen=True, slots=True)
 class PromptSettings:
     """`quiet` 0 turns prompted scans off."""
 
-    quiet: float = DEFAULT_QUIET
+    quiet: float = 1.0
     longest: float = 5.0
     duty: float = 0.25
 
@@ -75,5 +73,4 @@ class Prompter:
             try:
                 await asyncio.wait_for(self._poked.wait(), min(self.settings.quiet, left))
             except TimeoutError:
-                self._pending = False
                 return

@@ -402,17 +402,28 @@ def _pair(
     follow_move = sim.keep_applied(
         second, f"follows {pod.name}: its move would otherwise break the spread of {x.workload}"
     )
-    if run.within_limits:  # both this run, or neither
-        sim.commit(lead_move)
-        follower_deferral = run.deferral(follower, x.workload)
-        sim.uncommit(lead_move)
-        if follower_deferral:
-            sim.moved.discard((pod.namespace, pod.name))
-            sim.moved.discard((follower.namespace, follower.name))
-            sim.undo_move(second)
-            sim.undo_move(first)
+    return _together(run, applied, (lead_move, deferral), (follow_move, follower_deferral))
+
+
+def _together(
+    run: Pass, applied: tuple[Applied, Applied], *moves: tuple[Move, str]
+) -> list[tuple[Move, str]]:
+    """A pair's two kept moves, with what defers each. Within the run's limits both are made
+    this run or neither (the first was eligible, so nothing defers it): once the first is
+    committed, a deferral of the second undoes both, [] then."""
+    (first, lead_deferral), (second, deferral) = moves
+    if run.within_limits:
+        sim = run.sim
+        sim.commit(first)
+        deferral = run.deferral(second.pod, second.workload)
+        sim.uncommit(first)
+        if deferral:
+            for move in (first, second):
+                sim.moved.discard((move.pod.namespace, move.pod.name))
+            sim.undo_move(applied[1])
+            sim.undo_move(applied[0])
             return []
-    return [(lead_move, deferral), (follow_move, follower_deferral)]
+    return [(first, lead_deferral), (second, deferral)]
 
 
 def _two_moves(
@@ -496,17 +507,6 @@ def _prepared_pair(
     if applied is None:
         return []
     first, second = applied
-    reason = reasons[0]
     prep_move = sim.keep_applied(first, f"prepares the move of {pod.name}: {why}")
-    lead_move = sim.keep_applied(second, reason)
-    if run.within_limits:  # both this run, or neither
-        sim.commit(prep_move)
-        deferral = run.deferral(pod, m.workload)
-        sim.uncommit(prep_move)
-        if deferral or prep_deferral:
-            sim.moved.discard((other.namespace, other.name))
-            sim.moved.discard((pod.namespace, pod.name))
-            sim.undo_move(second)
-            sim.undo_move(first)
-            return []
-    return [(prep_move, prep_deferral), (lead_move, deferral)]
+    lead_move = sim.keep_applied(second, reasons[0])
+    return _together(run, applied, (prep_move, prep_deferral), (lead_move, deferral))
