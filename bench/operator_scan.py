@@ -6,7 +6,9 @@ frozen, as the reflectors do after the first listing). Then `--scans` scans of o
 run as `respread run` runs them (runtime/scan.py), each phase timed on its own:
 
 - snapshot: `ClusterCache.snapshot()` (the state a scan works on, volumes pinned);
-- pipeline: `pipeline.scan` with the policy's memory and cost memo, as the operator keeps them;
+- pipeline: `pipeline.scan` with the policy's memory, cost memo and analysis memo, as the
+  operator keeps them (a scan of an unchanged cache reuses the last analysis; `--touch` changes
+  one pod before each scan, as a watch event would, so that every scan analyzes afresh);
 - status: the status built (`build_status`, conditions, cooldowns, deletion-cost counts) and
   turned into the merge patch the scan sends, serialized as the client would;
 - rest: the Events' texts, the metrics exported, the memory kept for the next scan.
@@ -88,6 +90,13 @@ def fill(path: Path, *, freeze: bool = True) -> ClusterCache:
     return cache
 
 
+def _a_pod(path: Path) -> dict[str, Any]:
+    """The first pod of the cluster file, as a watch event would carry it."""
+    with path.open("rb") as f:
+        items = json.load(f)["items"]
+    return next(i for i in items if i.get("kind") == "Pod")
+
+
 def _policy(remedy: str) -> Any:
     return parse_policy(
         {
@@ -114,7 +123,7 @@ def one_scan(
     t0 = time.perf_counter()
     state = cache.snapshot()
     t1 = time.perf_counter()
-    result = scan(state, policy, now, memory.scan, memo=memory.cost_memo)
+    result = scan(state, policy, now, memory.scan, memo=memory.cost_memo, analyses=memory.analyses)
     memory.scan = result.memory
     t2 = time.perf_counter()
     job = operator_scan.Job(
@@ -154,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scans", type=int, default=4)
     parser.add_argument("--remedy", choices=sorted(REMEDIES), default="evict")
     parser.add_argument("--profile", action="store_true", help="cProfile the last scan")
+    parser.add_argument(
+        "--touch",
+        action="store_true",
+        help="change one pod's labels before each scan (a watch event): no scan finds the "
+        "cluster unchanged, so none reuses the last analysis",
+    )
     parser.add_argument("--top", type=int, default=35)
     args = parser.parse_args(argv)
 
@@ -169,10 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     policy = _policy(args.remedy)
     memory = PolicyMemory()
+    some_pod = _a_pod(args.cluster) if args.touch else None
     rows = []
     profiler = cProfile.Profile()
     for i in range(args.scans):
         last = args.profile and i == args.scans - 1
+        if some_pod is not None:
+            some_pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(i)
+            cache.apply("Pod", "MODIFIED", some_pod)
         if last:
             profiler.enable()
         row = one_scan(cache, policy, memory, GENERATED_AT + 30.0 * i)
