@@ -22,6 +22,7 @@ Nothing is sent anywhere. `--profile` runs cProfile over the last scan.
 from __future__ import annotations
 
 import argparse
+import copy
 import cProfile
 import gc
 import json
@@ -31,7 +32,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "operator"))
@@ -67,12 +68,23 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def fill(path: Path, *, freeze: bool = True) -> ClusterCache:
+class Filled(NamedTuple):
+    cache: ClusterCache
+    pod: dict[str, Any]  # one pod as listed, for --touch to change as a watch event would
+
+
+def fill(path: Path, *, freeze: bool = True) -> Filled:
     """The cache as the reflectors leave it after their first listings (collected and frozen
     out of the collector's way, as they do, unless `freeze` is off)."""
-    cache = ClusterCache()
     with path.open("rb") as f:
         items = json.load(f)["items"]
+    return fill_items(items, freeze=freeze)
+
+
+def fill_items(items: list[dict[str, Any]], *, freeze: bool = True) -> Filled:
+    """The cache filled with `items` (emptied on the way) as listings fill it."""
+    cache = ClusterCache()
+    pod = copy.deepcopy(next(i for i in items if i.get("kind") == "Pod"))
     keys: dict[str, set[tuple[str, str]]] = {k: set() for k in KINDS}
     for kind in KINDS:
         cache.begin_listing(kind)
@@ -87,14 +99,7 @@ def fill(path: Path, *, freeze: bool = True) -> ClusterCache:
     if freeze:
         gc.collect()
         gc.freeze()
-    return cache
-
-
-def _a_pod(path: Path) -> dict[str, Any]:
-    """The first pod of the cluster file, as a watch event would carry it."""
-    with path.open("rb") as f:
-        items = json.load(f)["items"]
-    return next(i for i in items if i.get("kind") == "Pod")
+    return Filled(cache, pod)
 
 
 def _policy(remedy: str) -> Any:
@@ -159,7 +164,14 @@ def one_scan(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("cluster", type=Path, help="a file bench/generate.py wrote")
+    parser.add_argument(
+        "cluster", type=Path, nargs="?", help="a file bench/generate.py wrote (or --population)"
+    )
+    parser.add_argument(
+        "--population",
+        metavar="NODES:PODS",
+        help="operator_scale.py's own population (bench/population_objects.py) instead",
+    )
     parser.add_argument("--scans", type=int, default=4)
     parser.add_argument("--remedy", choices=sorted(REMEDIES), default="evict")
     parser.add_argument("--profile", action="store_true", help="cProfile the last scan")
@@ -172,9 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=35)
     args = parser.parse_args(argv)
 
+    if (args.cluster is None) == (args.population is None):
+        parser.error("give a cluster file or --population NODES:PODS")
     start = time.perf_counter()
     base = _rss_mb()
-    cache = fill(args.cluster)
+    if args.population:
+        import population_objects
+
+        nodes, pods = (int(n) for n in args.population.split(":"))
+        cache, some_pod = fill_items(list(population_objects.population(nodes, pods)))
+        now = population_objects.POPULATED_AT
+    else:
+        cache, some_pod = fill(args.cluster)
+        now = GENERATED_AT
     pods = cache.count("Pod")
     print(
         f"cache filled: {pods} pods, {cache.count('Node')} nodes in "
@@ -184,17 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     policy = _policy(args.remedy)
     memory = PolicyMemory()
-    some_pod = _a_pod(args.cluster) if args.touch else None
     rows = []
     profiler = cProfile.Profile()
     for i in range(args.scans):
         last = args.profile and i == args.scans - 1
-        if some_pod is not None:
+        if args.touch:
             some_pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(i)
             cache.apply("Pod", "MODIFIED", some_pod)
         if last:
             profiler.enable()
-        row = one_scan(cache, policy, memory, GENERATED_AT + 30.0 * i)
+        row = one_scan(cache, policy, memory, now + 30.0 * i)
         if last:
             profiler.disable()
         rows.append(row)

@@ -34,7 +34,7 @@ def test_the_cache_filled_from_a_listing_scans_as_the_snapshot_does(tmp_path: Pa
     policy = operator_scan._policy("evict")
     now = generate.GENERATED_AT
 
-    cached = operator_scan.fill(path, freeze=False).snapshot()
+    cached = operator_scan.fill(path, freeze=False).cache.snapshot()
     loaded = load_texts([(str(path), path.read_text())]).state
     assert len(cached.pods) == len(loaded.pods) == 480
     assert len(cached.nodes) == len(loaded.nodes) == 24
@@ -51,7 +51,7 @@ def test_a_scan_is_timed_phase_by_phase_and_its_status_serialized(tmp_path: Path
     generate, operator_scan = bench("generate"), bench("operator_scan")
     path = tmp_path / "cluster.json"
     generate.write(generate.generate(24, 480, seed=5), path)
-    cache_ = operator_scan.fill(path, freeze=False)
+    cache_ = operator_scan.fill(path, freeze=False).cache
     policy = operator_scan._policy("deletionCost")
     memory = operator_scan.PolicyMemory()
 
@@ -64,3 +64,16 @@ def test_a_scan_is_timed_phase_by_phase_and_its_status_serialized(tmp_path: Path
     assert memory.previous_status is not None  # kept for the next scan, as the operator does
     assert json.dumps(memory.previous_status)  # what was written is JSON
     assert memory.previous_status["violationsTotal"] == second["violations"]
+
+
+def test_the_operator_benchmarks_population_is_built_without_a_control_plane() -> None:
+    """bench/population_objects.py: the objects scale_population.populate's requests create."""
+    sys.path.insert(0, str(BENCH))
+    objects = list(bench("population_objects").population(20, 600))
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    assert len(pods) == 600 and len(nodes) == 20
+    assert all(p["spec"]["nodeName"] and p["status"]["phase"] == "Running" for p in pods)
+    assert all(not n.get("spec", {}).get("taints") for n in nodes)  # untainted: plans are made
+    owners = {o["metadata"]["uid"] for o in objects if o["kind"] == "ReplicaSet"}
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] in owners for p in pods)
