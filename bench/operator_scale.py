@@ -74,7 +74,7 @@ rules:
     users: ["{OPERATOR_USER}"]
   - level: None
 """
-SCAN_LINE = re.compile(r"RebalancePolicy (\S+) \(\w+\): .* ([0-9.]+)s$")
+SCAN_LINE = re.compile(r"RebalancePolicy (\S+) \(\w+\): .* evicted; ([0-9.]+)s(?:;|$)")
 
 
 REMEDIES: dict[str, dict[str, Any]] = {  # spec.remediation of each measured policy

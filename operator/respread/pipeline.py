@@ -134,9 +134,10 @@ class AnalysisMemo:
     cluster that did not change is analyzed once. Any change, one pod, and the next scan
     analyzes the whole cluster again. Kept by the caller, one per policy."""
 
-    __slots__ = ("_analysis", "_domains", "_policy", "_state")
+    __slots__ = ("_analysis", "_domains", "_policy", "_state", "reused")
 
     def __init__(self) -> None:
+        self.reused = False  # whether the last scan reused the analysis before it
         self._state: ClusterState | None = None
         self._policy: RebalancePolicy | None = None
         self._domains: Mapping[str, frozenset[str]] | None = None
@@ -156,7 +157,9 @@ class AnalysisMemo:
             and self._policy == policy
             and self._domains == domains
         ):
+            self.reused = True
             return self._analysis
+        self.reused = False
         self._analysis = None  # the old one freed before the new one is made
         found = analyze(state, policy, build_index(state, policy, domains))
         self._state, self._policy, self._domains, self._analysis = state, policy, domains, found

@@ -164,7 +164,7 @@ def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> 
     analyses = AnalysisMemo()
     first = scan(AFTER, DEFAULT_POLICY, NOW, analyses=analyses)
     again = scan(AFTER, DEFAULT_POLICY, NOW + 60, first.memory, analyses=analyses)
-    assert again.analysis is first.analysis
+    assert again.analysis is first.analysis and analyses.reused  # the operator logs it
     fresh = scan(AFTER, DEFAULT_POLICY, NOW + 60, first.memory)
     assert fresh.analysis is not first.analysis
     assert again.report == fresh.report and again.plan.moves  # a plan was made from it
@@ -173,6 +173,7 @@ def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> 
 
     rebuilt = state(NODES, web({"a": 3, "b": 1, "c": 1}))
     assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not first.analysis
+    assert not analyses.reused
     other = replace(DEFAULT_POLICY, name="other")
     latest = scan(rebuilt, other, NOW, analyses=analyses).analysis
     assert scan(rebuilt, other, NOW, analyses=analyses).analysis is latest

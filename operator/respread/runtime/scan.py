@@ -428,7 +428,7 @@ def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started
     report = result.report
     log.info(
         "RebalancePolicy %s (%s): %d pods on %d nodes; %d violation(s) (%d new, %d resolved); "
-        "%d eviction(s) planned, %d deferred; %d evicted; %.2fs%s",
+        "%d eviction(s) planned, %d deferred; %d evicted; %.2fs%s%s",
         job.policy.name,
         job.policy.mode.value,
         len(state.pods),
@@ -440,6 +440,9 @@ def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started
         len(report.deferred),
         sum(1 for e in acted.executions if e.state is StepStatus.EVICTED),
         time.monotonic() - started,
+        "; the cluster unchanged since the last scan: its analysis reused"
+        if job.memory.analyses.reused
+        else "",
         f"; stopped: {acted.halt.message}" if acted.halt is not None else "",
     )
 
