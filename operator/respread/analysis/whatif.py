@@ -312,6 +312,18 @@ class WorkingCounts:
         if not stamp:  # the positions were copied by the change undone: the members' again
             del self._moved[moved.members]
 
+    def forget(self) -> None:
+        """Drop what was learnt about particular pods and groups (where a pod's labels count
+        on a node, the groups' checks), with every change undone: a caller that simulates many
+        independent changes in turn, such as one ReplicaSet's scale-in after another, then
+        holds what one of them needs rather than what all of them did (checks are made again
+        from the positions, which are the analysed ones again)."""
+        if self._journal:
+            raise ValueError("WorkingCounts.forget with changes not undone")
+        self._places.clear()
+        self._checks.clear()
+        self._table_checks.clear()
+
     # ---- stamps ------------------------------------------------------------------------
 
     def table_stamp(self, table: CountTable) -> int:

@@ -202,13 +202,14 @@ class _ScaleIn:
         by_labels: Mapping[int, tuple[Labels, list[Pod]]],
     ) -> bool:
         """Whether another workload's group was balanced and its selector counts these pods
-        (index.is_counted, once per label set: the pods are in the namespace and live)."""
+        (index.counts_pod_once, once per label set: the pods are in the namespace and live)."""
         if (m, constraint) not in context.balanced:
             return False
         selector = m.profile.constraints[constraint].selector
         eligible = self.index.space(m.profile, constraint).node_domain
         return any(
-            self.index.counts_pod(selector, labels) and any(p.node_name in eligible for p in same)
+            self.index.counts_pod_once(selector, labels)
+            and any(p.node_name in eligible for p in same)
             for labels, same in by_labels.values()
         )
 
@@ -447,6 +448,7 @@ def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> R
     sim = _ScaleIn(context, workload, pods)
     violated = sim.misplaced() > 0
     order, safe, keep = _kept_or_searched(sim, pods)
+    context.counts.forget()  # every removal undone: the next ReplicaSet learns its own
     position = {(p.namespace, p.name): i for i, p in enumerate(pods)}
     return Remembered(
         tuple(position[(p.namespace, p.name)] for p in order),
