@@ -238,7 +238,11 @@ class _ScaleIn:
 
 
 class _Buckets:
-    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable."""
+    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable.
+
+    A bucket gives its pods in a fixed order, so the pods left in each bucket (``state``) say
+    which pods are gone, and so what the simulation judges: ``known`` keeps the misplaced
+    pods of each state judged, for the search and the least harmful step to share."""
 
     def __init__(self, pods: Sequence[Pod]) -> None:
         groups: dict[tuple[Tier, str], list[Pod]] = defaultdict(list)
@@ -251,6 +255,7 @@ class _Buckets:
         ]
         self.left = [len(b) for b in self.pods]
         self.remaining = sum(self.left)
+        self.known: dict[tuple[int, ...], int] = {}
         self.per_node: dict[str, int] = defaultdict(int)
         for (_, node), n in zip(self.keys, self.left, strict=True):
             self.per_node[node] += n
@@ -291,6 +296,33 @@ def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
     return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
 
 
+def _removed_if_safe(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> bool:
+    """Remove ``pod``, just taken from its bucket, when the state it leaves keeps every check
+    within maxSkew (judged once per state), and say whether it did."""
+    state = buckets.state()
+    misplaced = buckets.known.get(state)
+    if misplaced is None:
+        sim.remove(pod)
+        misplaced = buckets.known[state] = sim.misplaced()
+        if misplaced:
+            sim.restore(pod)
+    elif not misplaced:
+        sim.remove(pod)
+    return not misplaced
+
+
+def _misplaced_after(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> int:
+    """The misplaced pods once ``pod``, just taken from its bucket, is gone; the simulation is
+    left as it was."""
+    state = buckets.state()
+    misplaced = buckets.known.get(state)
+    if misplaced is None:
+        sim.remove(pod)
+        misplaced = buckets.known[state] = sim.misplaced()
+        sim.restore(pod)
+    return misplaced
+
+
 def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
     """The longest run of removals found that keeps every check within maxSkew (complete
     when one exists and the budget allows), and the removals tried; the simulation is left as
@@ -309,10 +341,10 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
                 sim.restore(buckets.give_back(path.pop()))
             continue
         b = moves.pop(0)
-        sim.remove(buckets.take(b))
+        pod = buckets.take(b)
         steps += 1
-        if buckets.state() in dead or sim.misplaced():
-            sim.restore(buckets.give_back(b))
+        if buckets.state() in dead or not _removed_if_safe(sim, buckets, pod):
+            buckets.give_back(b)
             continue
         path.append(b)
         if len(path) > len(best):
@@ -331,9 +363,7 @@ def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
     for b in buckets.open():
         preference = _preference(sim, buckets, b)
         pod = buckets.take(b)
-        sim.remove(pod)
-        scored.append((sim.misplaced(), preference, b))
-        sim.restore(pod)
+        scored.append((_misplaced_after(sim, buckets, pod), preference, b))
         buckets.give_back(b)
     return min(scored)[2]
 
