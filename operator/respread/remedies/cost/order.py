@@ -439,6 +439,24 @@ def _domains(
     return tuple((key, node.labels[key]) for key in keys if key in node.labels)
 
 
+class _Domains:
+    """Each pod's value of its workload's hard keys (``_domains``), one tuple per keys and
+    node, shared by every pod there (a scan orders most of the cluster's pods)."""
+
+    __slots__ = ("_found", "_nodes")
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self._nodes = nodes
+        self._found: dict[tuple[tuple[str, ...], str | None], tuple[tuple[str, str], ...]] = {}
+
+    def of(self, keys: tuple[str, ...], pod: Pod) -> tuple[tuple[str, str], ...]:
+        at = (keys, pod.node_name)
+        found = self._found.get(at)
+        if found is None:
+            found = self._found[at] = _domains(keys, self._nodes, pod)
+        return found
+
+
 def _kept_or_searched(sim: _ScaleIn, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
     """The order to give (the current costs' when they are as good as the search's), whether
     each state along it is within maxSkew, and whether it is the current costs' order.
@@ -469,8 +487,8 @@ def order_replica_set(
 ) -> ReplicaSetOrder:
     """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
     found = _ordered(context, workload, pods)
-    nodes = context.analysis.index.nodes
-    return _assembled(workload, replica_set, pods, found, nodes=nodes, settings=settings)
+    domains = _Domains(context.analysis.index.nodes)
+    return _assembled(workload, replica_set, pods, found, domains=domains, settings=settings)
 
 
 def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
@@ -497,11 +515,10 @@ def _remembered(
     replica_set: str,
 ) -> Remembered:
     """The order an earlier scan found for exactly these inputs, else the simulated one."""
-    key = keys.replica_set(workload, replica_set, pods)
-    found = keys.memo.recall(key)
+    found = keys.recall(workload, replica_set, pods)
     if found is None:
         found = _ordered(context, workload, pods)
-        keys.memo.store(key, found)
+        keys.store(workload, replica_set, pods, found)
     return found
 
 
@@ -511,7 +528,7 @@ def _assembled(
     pods: Sequence[Pod],
     found: Remembered,
     *,
-    nodes: Mapping[str, Node],
+    domains: _Domains,
     settings: DeletionCostSettings,
     owner: str | None = None,
 ) -> ReplicaSetOrder:
@@ -530,7 +547,7 @@ def _assembled(
                 desired=now if keep and now is not None else rank + 1,
                 current=now,
                 within_max_skew=ok,
-                domains=_domains(found.keys, nodes, pod),
+                domains=domains.of(found.keys, pod),
                 foreign=foreign_managers(pod),
             )
         )
@@ -647,13 +664,14 @@ def plan_costs(
         keys = ScanKeys(memo, analysis, context.members_by_namespace, context.balanced)
         found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
         memo.end_scan()
+    domains = _Domains(index.nodes)
     orders = tuple(
         _assembled(
             owners[key],
             key[1],
             pods,
             f,
-            nodes=index.nodes,
+            domains=domains,
             settings=settings,
             owner=_other_owner(ownership, key[0], pods),
         )
