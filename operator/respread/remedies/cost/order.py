@@ -192,7 +192,8 @@ class _ScaleIn:
                     ((p.namespace, p.name), m) for ps in m.by_node.values() for p in ps
                 )
         # a node -> how far above the global minimum its domains are, over the own constraints
-        self.crowding = counts.crowding(self.own).at
+        self.crowded = counts.crowding(self.own)
+        self.crowding = self.crowded.at
 
     def _counts_ours(
         self,
@@ -292,8 +293,17 @@ def _preference(sim: _ScaleIn, buckets: _Buckets, b: int) -> tuple[int, int, str
 
 
 def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
-    """The open buckets, best first (their safety is checked when they are tried)."""
-    return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
+    """The open buckets, best first (their safety is checked when they are tried): sorted by
+    ``_preference``, with the crowding of every open bucket's node read at once. An open
+    bucket's node is its own (they share the lowest tier), so no two preferences tie."""
+    found = buckets.open()
+    nodes = [buckets.keys[b][1] for b in found]
+    per_node = buckets.per_node
+    ranked = sorted(
+        ((-crowding if node else 0, -per_node[node], node), b)
+        for b, node, crowding in zip(found, nodes, sim.crowded.each(nodes), strict=True)
+    )
+    return [b for _, b in ranked]
 
 
 def _removed_if_safe(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> bool:
