@@ -15,6 +15,10 @@ Usage::
   Enforce leaves the cluster once it has written them all, and ``plan_costs`` runs again on
   that state (``--repeats`` times; the median is reported): the scan where nothing changed.
 
+Beside the wall-clock times, each side gives the CPU time of the cold scan (steadier than the
+wall clock on a shared machine) and the resident memory it added (VmRSS after the cold scan less
+before it: the memo, the plan and what the simulation held at its peak, which the allocator keeps).
+
 Each side prints a digest of every CostPlan (each order's pods, ranks, tiers, costs, safety,
 domains, state and message; the exclusions; the patches): A/B fails when they differ.
 """
@@ -90,8 +94,10 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     analysis = analyze(state, DEFAULT_POLICY)
     t1 = time.perf_counter()
+    rss, cpu = _rss_mb(), time.process_time()
     cold = plan_costs(analysis, settings, *memo)
     t2 = time.perf_counter()
+    cold_cpu, rss_added = time.process_time() - cpu, _rss_mb() - rss
     unwritten = _median_scan(lambda: plan_costs(analysis, settings, *memo), repeats)
     steady_analysis = analyze(with_costs_written(state, cold), DEFAULT_POLICY)
     plan_costs(steady_analysis, settings, *memo)  # the scan that sees the costs written
@@ -99,6 +105,8 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
     return {
         "analyze": t1 - t0,
         "cold": t2 - t1,
+        "cold_cpu": cold_cpu,
+        "rss_added": rss_added,
         "unwritten": unwritten[0],
         "steady": steady[0],
         "memo": bool(memo),
@@ -109,6 +117,15 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
         "steady_digest": digest(steady[1]),
         "steady_changes": sum(1 for o in steady[1].orders if str(o.state) == "Changes"),
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (VmRSS), MB."""
+    with Path("/proc/self/status").open() as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _new_memo() -> tuple[Any, ...]:
@@ -145,7 +162,8 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
             res = _run_side(src, state, repeats)
             runs[side].append(res)
             print(
-                f"round {r + 1} {side}: cold {res['cold']:.2f}s, unwritten"
+                f"round {r + 1} {side}: cold {res['cold']:.2f}s (CPU"
+                f" {res['cold_cpu']:.2f}s, +{res['rss_added']:.0f} MB RSS), unwritten"
                 f" {res['unwritten']:.2f}s, steady {res['steady']:.2f}s, analyze"
                 f" {res['analyze']:.2f}s; digests {res['cold_digest']}"
                 f"/{res['unwritten_digest']}/{res['steady_digest']}",
@@ -158,7 +176,9 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
     for side, src in (("A", a), ("B", b)):
         res = runs[side]
         print(
-            f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s,"
+            f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s"
+            f" (CPU {statistics.median(r['cold_cpu'] for r in res):.2f}s,"
+            f" +{statistics.median(r['rss_added'] for r in res):.0f} MB RSS),"
             f" unwritten {statistics.median(r['unwritten'] for r in res):.2f}s,"
             f" steady {statistics.median(r['steady'] for r in res):.2f}s,"
             f" analyze {statistics.median(r['analyze'] for r in res):.2f}s"
