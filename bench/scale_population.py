@@ -450,6 +450,8 @@ class Change:
     what: str
     done_wall: float
     seen: Callable[[dict[str, Any]], bool]
+    # "namespace/name" of the workload whose new violation a ViolationFound Event names
+    workload: str | None = None
 
 
 def _violations_of(status: dict[str, Any], w: Workload) -> list[dict[str, Any]]:
@@ -487,6 +489,7 @@ def scale_down(req: Requests, pop: Population, rng: random.Random) -> Change:
         f"{ns}/{w.name} {w.replicas + len(gone)} -> {w.replicas} (all of {zone})",
         time.time(),
         lambda st: bool(_violations_of(st, w)),
+        f"{ns}/{w.name}",
     )
 
 
@@ -571,4 +574,5 @@ def roll_out(req: Requests, pop: Population, rng: random.Random) -> Change:
         f"{ns}/{w.name} half rolled to {new_hash} (new pods in {zone})",
         time.time(),
         seen,
+        f"{ns}/{w.name}",
     )

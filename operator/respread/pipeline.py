@@ -126,6 +126,43 @@ class Memory:
 NO_MEMORY = Memory()
 
 
+class AnalysisMemo:
+    """The last scan's analysis, reused by a scan of the same state under the same policy and
+    the same outage domains. The analysis is a pure function of those three (it reads no
+    clock), so the reuse is exact. The state is compared by identity: the operator's watch cache
+    hands out one snapshot object until a record it keeps changes (runtime/cache.py), so a
+    cluster that did not change is analyzed once. Any change, one pod, and the next scan
+    analyzes the whole cluster again. Kept by the caller, one per policy."""
+
+    __slots__ = ("_analysis", "_domains", "_policy", "_state")
+
+    def __init__(self) -> None:
+        self._state: ClusterState | None = None
+        self._policy: RebalancePolicy | None = None
+        self._domains: Mapping[str, frozenset[str]] | None = None
+        self._analysis: Analysis | None = None
+
+    def analysis(
+        self,
+        state: ClusterState,
+        policy: RebalancePolicy,
+        domains: Mapping[str, frozenset[str]] | None,
+    ) -> Analysis:
+        """The analysis of ``state`` under ``policy`` with ``domains`` (KEP-5980: the outage
+        domains, which count toward minDomains only): remembered, or made and remembered."""
+        if (
+            self._analysis is not None
+            and self._state is state
+            and self._policy == policy
+            and self._domains == domains
+        ):
+            return self._analysis
+        self._analysis = None  # the old one freed before the new one is made
+        found = analyze(state, policy, build_index(state, policy, domains))
+        self._state, self._policy, self._domains, self._analysis = state, policy, domains, found
+        return found
+
+
 @dataclass(frozen=True, slots=True)
 class Scan:
     """One scan's result, and the memory for the next."""
@@ -149,14 +186,25 @@ def scan(
     others: Sequence[RebalancePolicy] = (),
     memo: CostMemo | None = None,
     recorded: LedgerData | None = None,
+    analyses: AnalysisMemo | None = None,
 ) -> Scan:
     """One scan of ``policy`` over ``state`` at ``now``. ``others``: the other policies not being
     deleted (which of them orders a ReplicaSet's costs); ``memo``: the deletion-cost orders of
     the policy's last scan, an exact cache (the plan is the same without it), updated in place;
-    ``recorded``: the eviction ledger's data (every policy's recent evictions).
+    ``recorded``: the eviction ledger's data (every policy's recent evictions); ``analyses``:
+    the policy's last analysis, an exact cache too (reused for the same state object).
     CPU-bound: the operator runs it in a worker thread."""
     with gc_paused():  # the analysis makes many long-lived, acyclic objects
-        return _scan(state, policy, now, memory, others=others, memo=memo, recorded=recorded or {})
+        return _scan(
+            state,
+            policy,
+            now,
+            memory,
+            others=others,
+            memo=memo,
+            recorded=recorded or {},
+            analyses=analyses or AnalysisMemo(),
+        )
 
 
 def _scan(
@@ -168,8 +216,9 @@ def _scan(
     others: Sequence[RebalancePolicy],
     memo: CostMemo | None,
     recorded: LedgerData,
+    analyses: AnalysisMemo,
 ) -> Scan:
-    found, analysis = _analyze(state, policy, now)
+    found, analysis = _analyze(state, policy, now, analyses)
     covered = coverage_of(analysis, policy)
     history = memory.evictions.reviewed(analysis, now, policy.eviction.cooldown)
     domains, view = remember(memory.domains, analysis, found, now)
@@ -230,7 +279,7 @@ def _scan(
 
 
 def _analyze(
-    state: ClusterState, policy: RebalancePolicy, now: float
+    state: ClusterState, policy: RebalancePolicy, now: float, analyses: AnalysisMemo
 ) -> tuple[tuple[Outage, ...], Analysis]:
     """The domains in an outage, and the analysis: under KEP-5980's counting, without them
     (they count toward minDomains only)."""
@@ -241,8 +290,7 @@ def _analyze(
         policy.outages.grace_period,
     )
     kep = policy.outages.counting is OutageCounting.KEP5980
-    index = build_index(state, policy, by_key(found) if kep and found else None)
-    return found, analyze(state, policy, index)
+    return found, analyses.analysis(state, policy, by_key(found) if kep and found else None)
 
 
 def _planned(

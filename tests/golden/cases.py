@@ -117,7 +117,8 @@ def cases() -> list[Case]:
 
 def operator_statuses(cluster: str, policy_file: str) -> str:
     """The status the operator writes after its first scan of the cluster and after a second
-    scan of the same state 60 s later (its memory carried over), as JSON."""
+    scan of the same state 60 s later (its memory carried over, its analysis reused as the
+    operator reuses it for an unchanged cluster), as JSON."""
     from respread.core.timestamps import format_rfc3339, parse_rfc3339
     from respread.inputs.objects import load_texts
     from respread.inputs.policy import DEFAULT_POLICY, parse_policy
@@ -132,7 +133,9 @@ def operator_statuses(cluster: str, policy_file: str) -> str:
     memory = PolicyMemory()
     statuses = []
     for now in (parse_rfc3339(NOW), parse_rfc3339(NOW) + 60):
-        computed = scan(state, policy, now, memory.scan, memo=memory.cost_memo)
+        computed = scan(
+            state, policy, now, memory.scan, memo=memory.cost_memo, analyses=memory.analyses
+        )
         memory.scan = computed.memory
         status = status_json(
             build_status(

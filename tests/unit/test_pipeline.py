@@ -9,7 +9,7 @@ from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, Mode
-from respread.pipeline import NO_MEMORY, Memory, scan
+from respread.pipeline import NO_MEMORY, AnalysisMemo, Memory, scan
 from respread.remedies.evict.history import PACING
 from respread.remedies.evict.ledger import Recorded, key_of, render_entries
 from respread.report.model import Report
@@ -155,3 +155,25 @@ def test_the_memory_of_a_status_is_the_operators() -> None:
         )
     }
     assert Memory.from_status(None) == Memory(holds=True)
+
+
+def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> None:
+    """The operator's analysis memo: reused for the same state object under the same policy,
+    with the same report as a scan that analyzes afresh; made again for another state object
+    (even an equal one) or another policy."""
+    analyses = AnalysisMemo()
+    first = scan(AFTER, DEFAULT_POLICY, NOW, analyses=analyses)
+    again = scan(AFTER, DEFAULT_POLICY, NOW + 60, first.memory, analyses=analyses)
+    assert again.analysis is first.analysis
+    fresh = scan(AFTER, DEFAULT_POLICY, NOW + 60, first.memory)
+    assert fresh.analysis is not first.analysis
+    assert again.report == fresh.report and again.plan.moves  # a plan was made from it
+    # the plan's outcomes hold the analysis's groups, which compare by identity: its moves
+    assert (again.plan.moves, again.plan.deferred) == (fresh.plan.moves, fresh.plan.deferred)
+
+    rebuilt = state(NODES, web({"a": 3, "b": 1, "c": 1}))
+    assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not first.analysis
+    other = replace(DEFAULT_POLICY, name="other")
+    latest = scan(rebuilt, other, NOW, analyses=analyses).analysis
+    assert scan(rebuilt, other, NOW, analyses=analyses).analysis is latest
+    assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not latest

@@ -110,6 +110,11 @@ class ClusterCache:
         self.suspect = False  # a request failed since the last verification began
         self.malformed = 0
         self._touched: dict[str, set[Key]] | None = None  # during a verification
+        # Counts changes to the records: a snapshot is taken again only after one, so scans of
+        # an unchanged cluster get the same state object (pipeline.AnalysisMemo reuses its
+        # analysis).
+        self._generation = 0
+        self._taken: tuple[int, ClusterState] | None = None
         self._sweeping = asyncio.Lock()
         # Called from the reflectors' threads after a watch event changed a record.
         self.on_change: Callable[[], None] | None = None
@@ -135,6 +140,8 @@ class ClusterCache:
             else:
                 self._versions[kind][key] = version
                 after = self._parse(kind, key, body)
+            if before != after:
+                self._generation += 1
         if event_type is not None and before != after and self.on_change is not None:
             self.on_change()
         return key
@@ -171,7 +178,8 @@ class ClusterCache:
             store, versions = self._records[kind], self._versions[kind]
             gone = [k for k in store.keys() | versions.keys() if k not in keys]
             for key in gone:
-                store.pop(key, None)
+                if store.pop(key, None) is not None:
+                    self._generation += 1
                 versions.pop(key, None)
             self.listed.add(kind)
             self.synced.add(kind)
@@ -283,6 +291,7 @@ class ClusterCache:
                         continue
                     if store.pop(key, None) is not None:
                         dropped += 1
+                        self._generation += 1
                     versions.pop(key, None)
         return dropped
 
@@ -310,8 +319,14 @@ class ClusterCache:
         return dropped
 
     def snapshot(self) -> ClusterState:
+        """The cluster as the records hold it: the same object as the last snapshot's while no
+        record has changed since (its `taken_at` is then when that one was taken)."""
         with self._lock:
-            return self._snapshot()
+            if self._taken is not None and self._taken[0] == self._generation:
+                return self._taken[1]
+            state = self._snapshot()
+            self._taken = (self._generation, state)
+            return state
 
     def _snapshot(self) -> ClusterState:
         r = self._records

@@ -3,8 +3,9 @@
 The scan's own memory (respread.pipeline.Memory: the eviction history for cooldown and loop
 protection, the previous scan's view for causes, the cause each ongoing violation was first
 given) is a value the pipeline returns; the operator only stores it, adds the evictions it made,
-and keeps beside it the status it last wrote, when it last scanned, and the deletion-cost orders
-of the last scan (respread.remedies.cost.memo), which only spare the next scan work.
+and keeps beside it the status it last wrote, when it last scanned, the deletion-cost orders
+of the last scan (respread.remedies.cost.memo) and its analysis (respread.pipeline.AnalysisMemo),
+which only spare the next scan work.
 
 Each scan writes what a successor needs into the policy's status (the violations with their
 cause and `since`, and `status.cooldowns`); an operator that starts, or is elected leader,
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
-from respread.pipeline import Memory
+from respread.pipeline import AnalysisMemo, Memory
 from respread.remedies.cost.memo import CostMemo
 from respread.report.model import WorkloadHistory
 
@@ -30,8 +31,9 @@ class PolicyMemory:
     scan: Memory = field(default_factory=lambda: Memory(holds=True))
     previous_status: Mapping[str, Any] | None = None
     last_scan: float | None = None
-    # exact: never changes a plan
+    # exact caches: never change a plan
     cost_memo: CostMemo = field(default_factory=CostMemo, compare=False, repr=False)
+    analyses: AnalysisMemo = field(default_factory=AnalysisMemo, compare=False, repr=False)
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> PolicyMemory:

@@ -258,6 +258,7 @@ async def _plan(job: Job) -> tuple[ClusterState, Scan]:
         others=job.others,
         memo=memory.cost_memo,
         recorded=recorded,
+        analyses=memory.analyses,
     )
     memory.scan = result.memory
     return state, result

@@ -19,9 +19,9 @@ constraints" by evaluating it as if it were being placed again, with itself remo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from respread.core.kernel import SUCCESS, CountTable, DomainSpace, SpreadRule, Verdict
 from respread.core.model import (
@@ -51,6 +51,8 @@ from respread.core.selectors import (
 )
 
 HOSTNAME_KEY: Final = "kubernetes.io/hostname"
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +281,28 @@ def _with_owner_selector(
     return reqs
 
 
+class _PerConstraint(Generic[V]):
+    """A value made for one constraint of a profile (a domain space, a count table), found by
+    the interned profile's identity and the constraint's index, and shared by every profile
+    whose content key is equal."""
+
+    __slots__ = ("_by_content", "by_profile")
+
+    def __init__(self) -> None:
+        self.by_profile: dict[tuple[int, int], V] = {}  # interned profiles only
+        self._by_content: dict[tuple[object, ...], V] = {}
+
+    def store(
+        self, profile: Profile, index: int, key: tuple[object, ...], make: Callable[[], V]
+    ) -> V:
+        """The value for ``key`` (made now if no profile has it yet), kept for this profile."""
+        value = self._by_content.get(key)
+        if value is None:
+            value = self._by_content[key] = make()
+        self.by_profile[(id(profile), index)] = value
+        return value
+
+
 class SpreadIndex:
     """All spread state of one ClusterState, computed lazily and cached."""
 
@@ -305,10 +329,8 @@ class SpreadIndex:
         self.pods_by_labels = count_by_labels(state.pods, self.shapes)
         self.workloads: dict[WorkloadKey, Workload] = {w.key: w for w in state.workloads}
         self._workload_constraints = infer_workload_constraints(state, shapes.values())
-        self._spaces: dict[tuple[object, ...], DomainSpace] = {}
-        self._profile_spaces: dict[tuple[int, int], DomainSpace] = {}  # interned profiles
-        self._tables: dict[tuple[object, ...], CountTable] = {}
-        self._profile_tables: dict[tuple[int, int], CountTable] = {}  # interned profiles
+        self._spaces: _PerConstraint[DomainSpace] = _PerConstraint()
+        self._tables: _PerConstraint[CountTable] = _PerConstraint()
         self._matches: dict[tuple[int, int], tuple[LabelSelector, Labels, bool]] = {}
         # namespace -> (label key, value) -> (first-seen position, labels) of pods_by_labels
         self._label_index: dict[str, dict[tuple[str, str], list[tuple[int, Labels]]]] = {}
@@ -465,42 +487,40 @@ class SpreadIndex:
 
     def space(self, profile: Profile, index: int) -> DomainSpace:
         """The eligible domains of one of the profile's constraints (section 3)."""
-        by_profile = self._profile_spaces.get((id(profile), index))
-        if by_profile is not None:
-            return by_profile
+        found = self._spaces.by_profile.get((id(profile), index))
+        if found is not None:
+            return found
         c = profile.constraints[index]
         gate = self.gate_keys(profile, index)
         affinity = profile.affinity if c.honor_affinity else None
         tolerations = profile.tolerations if c.honor_taints else None
-        key = (gate, c.key, affinity, tolerations)
-        space = self._spaces.get(key)
-        if space is None:
-            space = self._spaces[key] = eligible_domains(
+        return self._spaces.store(
+            profile,
+            index,
+            (gate, c.key, affinity, tolerations),
+            lambda: eligible_domains(
                 self.state.nodes,
                 gate,
                 c.key,
                 affinity,
                 tolerations,
                 outage=self.outage_domains.get(c.key, frozenset()),
-            )
-        self._profile_spaces[(id(profile), index)] = space
-        return space
+            ),
+        )
 
     def table(self, profile: Profile, index: int) -> CountTable:
         """The shared count table of a profile's constraint; copy it before changing it."""
-        by_profile = self._profile_tables.get((id(profile), index))
-        if by_profile is not None:
-            return by_profile
-        c = profile.constraints[index]
+        found = self._tables.by_profile.get((id(profile), index))
+        if found is not None:
+            return found
+        selector = profile.constraints[index].selector
         space = self.space(profile, index)
-        key = (profile.namespace, c.selector, space)
-        table = self._tables.get(key)
-        if table is None:
-            table = self._tables[key] = CountTable(
-                space, self._count(profile.namespace, c.selector, space)
-            )
-        self._profile_tables[(id(profile), index)] = table
-        return table
+        return self._tables.store(
+            profile,
+            index,
+            (profile.namespace, selector, space),
+            lambda: CountTable(space, self._count(profile.namespace, selector, space)),
+        )
 
     def _count(
         self, namespace: str, selector: LabelSelector | None, space: DomainSpace

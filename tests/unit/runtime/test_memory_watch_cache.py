@@ -167,3 +167,42 @@ def test_a_scan_on_a_cache_that_does_not_catch_up_fails_and_plans_nothing(
     assert evicted == []
     assert memory.last_scan is None
     assert cache.suspect  # the next scan verifies again
+
+
+def _sweep_dropping(cache: ClusterCache, keep: str) -> None:
+    cache.begin_sweep()
+    cache.end_sweep(listing(**{keep: "1"}))
+
+
+# (case, what happens after a snapshot) -> whether the next snapshot is a new state object
+SNAPSHOT_AFTER: list[tuple[str, Any, bool]] = [
+    ("nothing", lambda c: None, False),
+    (
+        "an event that changes nothing kept (a status heartbeat)",
+        lambda c: c.apply("Pod", "MODIFIED", pod("a", "11")),
+        False,
+    ),
+    ("a listing of the same objects", lambda c: c.apply("Pod", None, pod("a", "12")), False),
+    ("a pod added", lambda c: c.apply("Pod", "ADDED", pod("b", "11")), True),
+    (
+        "a pod moved to another node",
+        lambda c: c.apply("Pod", "MODIFIED", pod("a", "11", "n2")),
+        True,
+    ),
+    ("a pod deleted", lambda c: c.apply("Pod", "DELETED", pod("a", "11")), True),
+    ("a relisting without it", lambda c: c.end_listing("Pod", set()), True),
+    ("a verification that no longer finds it", lambda c: _sweep_dropping(c, "other"), True),
+]
+
+
+@cases(("after", "new"), SNAPSHOT_AFTER)
+def test_a_snapshot_is_the_same_state_object_until_a_kept_record_changes(
+    after: Any, new: bool
+) -> None:
+    """The scan's analysis is reused for the same state object (pipeline.AnalysisMemo): the
+    cache hands out a new one exactly when what it keeps has changed."""
+    cache = ClusterCache()
+    cache.apply("Pod", None, pod("a", "10"))
+    first = cache.snapshot()
+    after(cache)
+    assert (cache.snapshot() is not first) is new

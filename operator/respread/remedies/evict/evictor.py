@@ -20,13 +20,9 @@ from respread.analysis.groups import WorkloadRef
 from respread.core.model import DisruptionBudget, Pod
 from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import RebalancePolicy
+from respread.remedies.evict.steps import SkipKind
 from respread.scheduling.budgets import BudgetLedger, BudgetVerdict
 from respread.scheduling.safety import protection
-
-
-class Refusal(StrEnum):
-    PROTECTED = "Protected"
-    BLOCKED = "Blocked"  # a budget refuses the eviction
 
 
 class HoldKind(StrEnum):
@@ -63,14 +59,14 @@ class EvictionGate:
         self.per_workload: Counter[WorkloadRef] = Counter()
         self.planned = 0
 
-    def refusal(self, pod: Pod, now: float | None) -> tuple[Refusal, str] | None:
-        """Why the pod may not be evicted in any run, or None."""
+    def refusal(self, pod: Pod, now: float | None) -> tuple[SkipKind, str] | None:
+        """Why the pod may not be evicted in any run (PROTECTED or BLOCKED), or None."""
         reason = protection(pod, self.policy, None if self.lift_holds else now)
         if reason:
-            return Refusal.PROTECTED, reason
+            return SkipKind.PROTECTED, reason
         check = self.budgets.check(pod)
         if check.verdict is BudgetVerdict.BLOCKED:
-            return Refusal.BLOCKED, check.reason
+            return SkipKind.BLOCKED, check.reason
         return None
 
     def hold(self, pod: Pod, now: float | None) -> Hold | None:

@@ -336,9 +336,7 @@ class Pass:
         if refusal is not None:
             if record:
                 kind, reason = refusal
-                sim.skipped[(pod.namespace, pod.name)] = Skip(
-                    pod, workload, SkipKind(kind.value), reason
-                )
+                sim.skipped[(pod.namespace, pod.name)] = Skip(pod, workload, kind, reason)
             return False, ""
         deferral = sim.gate.deferral(pod, workload, self.now, self.history)
         return not (self.within_limits and deferral), deferral

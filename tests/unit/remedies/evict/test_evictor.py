@@ -10,7 +10,8 @@ import pytest
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import DisruptionBudget, Labels, OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, EvictionSettings, RebalancePolicy
-from respread.remedies.evict.evictor import EvictionGate, Refusal
+from respread.remedies.evict.evictor import EvictionGate
+from respread.remedies.evict.steps import SkipKind
 from tests.support.builders import APP_WEB, WEB, budget, pod
 
 RS = OwnerRef("ReplicaSet", "web-1")
@@ -36,21 +37,21 @@ def web_budget(allowed: int, stale: bool = False, name: str = "web") -> Disrupti
     ("victim", "budgets", "refusal"),
     [
         (web(), (), None),
-        (replace(web(), owner=None), (), Refusal.PROTECTED),  # bare pod
-        (replace(web(), owner=OwnerRef("DaemonSet", "ds")), (), Refusal.PROTECTED),
+        (replace(web(), owner=None), (), SkipKind.PROTECTED),  # bare pod
+        (replace(web(), owner=OwnerRef("DaemonSet", "ds")), (), SkipKind.PROTECTED),
         (
             replace(web(), annotations=Labels({"respread.io/evict": "false"})),
             (),
-            Refusal.PROTECTED,
+            SkipKind.PROTECTED,
         ),
-        (web(), (web_budget(0, stale=True),), Refusal.BLOCKED),  # a stale budget
-        (web(), (web_budget(1), web_budget(1, name="web-too")), Refusal.BLOCKED),  # two budgets
+        (web(), (web_budget(0, stale=True),), SkipKind.BLOCKED),  # a stale budget
+        (web(), (web_budget(1), web_budget(1, name="web-too")), SkipKind.BLOCKED),  # two budgets
         (web(), (web_budget(1),), None),
     ],
     ids=["free", "bare", "daemonset", "opted-out", "stale-budget", "two-budgets", "budget-ok"],
 )
 def test_refusal(
-    victim: Pod, budgets: tuple[DisruptionBudget, ...], refusal: Refusal | None
+    victim: Pod, budgets: tuple[DisruptionBudget, ...], refusal: SkipKind | None
 ) -> None:
     gate = EvictionGate(policy(), budgets)
     found = gate.refusal(victim, NOW)
@@ -59,13 +60,13 @@ def test_refusal(
 
 def test_a_budget_allowing_no_disruption_blocks_outright() -> None:
     found = EvictionGate(policy(), (web_budget(0),)).refusal(web(), NOW)
-    assert found is not None and found[0] is Refusal.BLOCKED
+    assert found is not None and found[0] is SkipKind.BLOCKED
 
 
 def test_too_young_is_protected() -> None:
     young = replace(web(), created=NOW - 10)
     found = EvictionGate(policy(min_pod_age=300.0), ()).refusal(young, NOW)
-    assert found is not None and found[0] is Refusal.PROTECTED
+    assert found is not None and found[0] is SkipKind.PROTECTED
     assert "minPodAge" in found[1]
 
 
