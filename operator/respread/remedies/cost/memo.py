@@ -32,6 +32,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
 from operator import is_
+from weakref import ref
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
 from respread.core.annotations import DELETION_COST
@@ -84,6 +85,7 @@ class CostMemo:
     """What one policy's scans remember; kept by the caller from one scan to the next."""
 
     __slots__ = (
+        "_last",
         "_namespaces",
         "_next_namespaces",
         "_next_orders",
@@ -101,6 +103,22 @@ class CostMemo:
         self._next_tokens: dict[Hashable, int] = {}
         self._next_namespaces: dict[str, tuple[_NamespaceView, int]] = {}
         self._serial = count()
+        self._last: tuple[ref[Analysis], tuple[object, ...], object] | None = None
+
+    def last_plan(self, analysis: Analysis, inputs: tuple[object, ...]) -> object | None:
+        """The plan the last scan made, when it was made from this very analysis (the same
+        object: the operator hands an unchanged cluster's analysis again) and equal other
+        inputs; the plan is a function of them. Otherwise None, and the last plan is let go
+        before the new one is made. The analysis is held weakly: never kept alive beside the
+        next one."""
+        last = self._last
+        if last is None or last[0]() is not analysis or last[1] != inputs:
+            self._last = None
+            return None
+        return last[2]
+
+    def keep_plan(self, analysis: Analysis, inputs: tuple[object, ...], plan: object) -> None:
+        self._last = (ref(analysis), inputs, plan)
 
     def begin_scan(self) -> None:
         self._next_orders, self._next_tokens, self._next_namespaces = {}, {}, {}

@@ -642,7 +642,26 @@ def plan_costs(
     ``memo``, kept by the caller from one scan to the next, reuses the orders of ReplicaSets
     whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it.
     ``ownership``: the other policies that write costs; a ReplicaSet one of them owns
-    (cost_owner.py) is reported as an overlap and never written (None: no other policy)."""
+    (cost_owner.py) is reported as an overlap and never written (None: no other policy).
+    A memo given the very analysis of its last scan, with the same settings and ownership,
+    gives that scan's plan again."""
+    if memo is None:
+        return _planned(analysis, settings, None, ownership)
+    inputs = (settings, ownership)
+    last = memo.last_plan(analysis, inputs)
+    if isinstance(last, CostPlan):
+        return last
+    plan = _planned(analysis, settings, memo, ownership)
+    memo.keep_plan(analysis, inputs, plan)
+    return plan
+
+
+def _planned(
+    analysis: Analysis,
+    settings: DeletionCostSettings,
+    memo: CostMemo | None,
+    ownership: Ownership | None,
+) -> CostPlan:
     index = analysis.index
     ordered: dict[WorkloadRef, bool] = {}
     excluded: dict[WorkloadRef, int] = defaultdict(int)
