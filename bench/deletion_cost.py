@@ -194,7 +194,7 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
             f" analyze {statistics.median(r['analyze'] for r in res):.2f}s"
             f" ({res[0]['ordered_pods']} ordered pods in {res[0]['replica_sets']} ReplicaSets)"
         )
-    print("plans identical (cold, unwritten, steady)" if same else "PLANS DIFFER")
+    print("plans identical (cold, unwritten, reanalysed, steady)" if same else "PLANS DIFFER")
     return 0 if same else 1
 
 
