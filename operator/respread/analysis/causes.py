@@ -32,6 +32,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from respread.analysis.groups import Analysis, Group, WorkloadRef, workload_of
+from respread.core.kernel import DomainSpace
 from respread.core.model import Node, Pod, Workload
 
 # namespace, workload kind, workload name, topology key, and the pairs matchLabelKeys added to
@@ -116,6 +117,42 @@ class Facts:
     def __init__(self, analysis: Analysis) -> None:
         self.analysis = analysis
         self.index = analysis.index
+        # Per domain of a space (spaces are shared by groups, and equal only to themselves):
+        self._first_leaving: dict[tuple[DomainSpace, str], str | None] = {}
+        self._earliest: dict[tuple[DomainSpace, str], float | None] = {}
+        self._since: tuple[PreviousScan, list[str], list[str]] | None = None
+
+    @cached_property
+    def leaving(self) -> Mapping[str, str]:
+        """The nodes gone or going, with why (`_node_state`)."""
+        return {name: why for name, n in self.index.nodes.items() if (why := _node_state(n))}
+
+    def first_leaving(self, space: DomainSpace, domain: str) -> str | None:
+        """The first of the domain's nodes (in the space's order) gone or going."""
+        key = (space, domain)
+        if key not in self._first_leaving:
+            leaving = self.leaving
+            nodes = space.domain_nodes.get(domain, ()) if leaving else ()
+            self._first_leaving[key] = next((n for n in nodes if n in leaving), None)
+        return self._first_leaving[key]
+
+    def earliest_joined(self, space: DomainSpace, domain: str) -> float | None:
+        """When the first of the domain's nodes was created; None when the domain has no node
+        or a node without a creation time."""
+        key = (space, domain)
+        if key not in self._earliest:
+            nodes = self.index.nodes
+            created = [nodes[n].created for n in space.domain_nodes.get(domain, ())]
+            known = [c for c in created if c is not None]
+            self._earliest[key] = min(known) if known and len(known) == len(created) else None
+        return self._earliest[key]
+
+    def since(self, previous: PreviousScan) -> tuple[list[str], list[str]]:
+        """The nodes gone since ``previous`` and those added, each sorted."""
+        if self._since is None or self._since[0] is not previous:
+            nodes = self.index.nodes.keys()
+            self._since = (previous, sorted(previous.nodes - nodes), sorted(nodes - previous.nodes))
+        return self._since[1], self._since[2]
 
     @cached_property
     def replica_sets(self) -> Mapping[tuple[str, str], tuple[Workload, ...]]:
@@ -251,14 +288,14 @@ def _nodes_lost(group: Group, facts: Facts) -> Attribution | None:
     space = facts.index.space(group.members.profile, group.index)
     key = group.constraint.key
     for domain in _emptiest(group):
-        for name in space.domain_nodes.get(domain, ()):
-            why = _node_state(facts.index.nodes[name])
-            if why:
-                return Attribution(
-                    Cause.NODE_LOSS,
-                    f"node {name} of {key} {domain}, the emptiest domain, is {why}: its pods "
-                    "were or will be evicted, and no replacement lands there",
-                )
+        name = facts.first_leaving(space, domain)
+        if name is not None:
+            return Attribution(
+                Cause.NODE_LOSS,
+                f"node {name} of {key} {domain}, the emptiest domain, is "
+                f"{facts.leaving[name]}: its pods were or will be evicted, and no replacement "
+                "lands there",
+            )
     return None
 
 
@@ -267,12 +304,11 @@ def _nodes_added(group: Group, facts: Facts) -> Attribution | None:
     created = [p.created for p in _pods(group) if p.created is not None]
     if not created:
         return None
-    index = facts.index
     newest_pod = max(created)
-    space = index.space(group.members.profile, group.index)
+    space = facts.index.space(group.members.profile, group.index)
     for domain in _emptiest(group):
-        nodes = [index.nodes[n] for n in space.domain_nodes.get(domain, ())]
-        if nodes and all(n.created is not None and n.created > newest_pod for n in nodes):
+        joined = facts.earliest_joined(space, domain)
+        if joined is not None and joined > newest_pod:
             return Attribution(
                 Cause.NODE_ADDED,
                 f"{group.constraint.key} {domain}: its node(s) joined after every pod of "
@@ -386,8 +422,7 @@ def _since_previous(
     """What changed since the previous scan: a node gone, fewer pods, a node added."""
     if previous is None:
         return None
-    nodes = facts.index.nodes
-    lost = sorted(previous.nodes - set(nodes))
+    lost, added = facts.since(previous)
     lost_here = [n for n in lost if group.constraint.key in previous.node_domains.get(n, {})]
     if lost_here:
         return Attribution(
@@ -400,7 +435,6 @@ def _since_previous(
             Cause.SCALE_DOWN,
             f"{group.workload} went from {before} to {now} pods since the previous scan",
         )
-    added = sorted(set(nodes) - previous.nodes)
     if added and group.global_min == 0:
         return Attribution(
             Cause.NODE_ADDED, f"node(s) {_named(added)} joined since the previous scan"
