@@ -11,9 +11,17 @@ Usage::
 ``--state``. A measurement, in one fresh process per checkout and round:
 
 - cold: ``analyze`` then ``plan_costs`` on the state as generated (no pod carries a cost);
+- unwritten: ``plan_costs`` again on the same analysis (a DryRun scan where nothing changed:
+  the operator hands the same analysis again, and the memo gives the same plan again);
+- reanalysed: once on a new analysis of the same state (every ReplicaSet's order recalled from
+  the memo, as after a change elsewhere);
 - steady: every cost the cold plan wants written (conflicts aside) is put on its pod, as
   Enforce leaves the cluster once it has written them all, and ``plan_costs`` runs again on
   that state (``--repeats`` times; the median is reported): the scan where nothing changed.
+
+Beside the wall-clock times, each side gives the CPU time of the cold scan (steadier than the
+wall clock on a shared machine) and the resident memory it added (VmRSS after the cold scan less
+before it: the memo, the plan and what the simulation held at its peak, which the allocator keeps).
 
 Each side prints a digest of every CostPlan (each order's pods, ranks, tiers, costs, safety,
 domains, state and message; the exclusions; the patches): A/B fails when they differ.
@@ -90,25 +98,42 @@ def measure(src: Path, state_path: Path, repeats: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     analysis = analyze(state, DEFAULT_POLICY)
     t1 = time.perf_counter()
+    rss, cpu = _rss_mb(), time.process_time()
     cold = plan_costs(analysis, settings, *memo)
     t2 = time.perf_counter()
+    cold_cpu, rss_added = time.process_time() - cpu, _rss_mb() - rss
     unwritten = _median_scan(lambda: plan_costs(analysis, settings, *memo), repeats)
+    again = analyze(state, DEFAULT_POLICY)  # another analysis object: each order recalled
+    reanalysed = _median_scan(lambda: plan_costs(again, settings, *memo), 1)
     steady_analysis = analyze(with_costs_written(state, cold), DEFAULT_POLICY)
     plan_costs(steady_analysis, settings, *memo)  # the scan that sees the costs written
     steady = _median_scan(lambda: plan_costs(steady_analysis, settings, *memo), repeats)
     return {
         "analyze": t1 - t0,
         "cold": t2 - t1,
+        "cold_cpu": cold_cpu,
+        "rss_added": rss_added,
         "unwritten": unwritten[0],
+        "reanalysed": reanalysed[0],
         "steady": steady[0],
         "memo": bool(memo),
         "ordered_pods": sum(len(o.pods) for o in cold.orders),
         "replica_sets": len(cold.orders),
         "cold_digest": digest(cold),
         "unwritten_digest": digest(unwritten[1]),
+        "reanalysed_digest": digest(reanalysed[1]),
         "steady_digest": digest(steady[1]),
         "steady_changes": sum(1 for o in steady[1].orders if str(o.state) == "Changes"),
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (VmRSS), MB."""
+    with Path("/proc/self/status").open() as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _new_memo() -> tuple[Any, ...]:
@@ -145,26 +170,31 @@ def ab(a: Path, b: Path, state: Path, rounds: int, repeats: int) -> int:
             res = _run_side(src, state, repeats)
             runs[side].append(res)
             print(
-                f"round {r + 1} {side}: cold {res['cold']:.2f}s, unwritten"
-                f" {res['unwritten']:.2f}s, steady {res['steady']:.2f}s, analyze"
+                f"round {r + 1} {side}: cold {res['cold']:.2f}s (CPU"
+                f" {res['cold_cpu']:.2f}s, +{res['rss_added']:.0f} MB RSS), unwritten"
+                f" {res['unwritten']:.2f}s, reanalysed {res.get('reanalysed', 0):.2f}s,"
+                f" steady {res['steady']:.2f}s, analyze"
                 f" {res['analyze']:.2f}s; digests {res['cold_digest']}"
                 f"/{res['unwritten_digest']}/{res['steady_digest']}",
                 flush=True,
             )
     same = True
-    for key in ("cold_digest", "unwritten_digest", "steady_digest"):
+    for key in ("cold_digest", "unwritten_digest", "reanalysed_digest", "steady_digest"):
         values = {r[key] for side in runs.values() for r in side}
         same &= len(values) == 1
     for side, src in (("A", a), ("B", b)):
         res = runs[side]
         print(
-            f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s,"
+            f"{side} ({src}): median cold {statistics.median(r['cold'] for r in res):.2f}s"
+            f" (CPU {statistics.median(r['cold_cpu'] for r in res):.2f}s,"
+            f" +{statistics.median(r['rss_added'] for r in res):.0f} MB RSS),"
             f" unwritten {statistics.median(r['unwritten'] for r in res):.2f}s,"
+            f" reanalysed {statistics.median(r.get('reanalysed', 0) for r in res):.2f}s,"
             f" steady {statistics.median(r['steady'] for r in res):.2f}s,"
             f" analyze {statistics.median(r['analyze'] for r in res):.2f}s"
             f" ({res[0]['ordered_pods']} ordered pods in {res[0]['replica_sets']} ReplicaSets)"
         )
-    print("plans identical (cold, unwritten, steady)" if same else "PLANS DIFFER")
+    print("plans identical (cold, unwritten, reanalysed, steady)" if same else "PLANS DIFFER")
     return 0 if same else 1
 
 

@@ -88,7 +88,7 @@ class Group:
         return self.counts.get(domain, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # the cost memo refers to the last one
 class Analysis:
     index: SpreadIndex
     members: tuple[Members, ...]

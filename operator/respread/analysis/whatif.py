@@ -312,6 +312,18 @@ class WorkingCounts:
         if not stamp:  # the positions were copied by the change undone: the members' again
             del self._moved[moved.members]
 
+    def forget(self) -> None:
+        """Drop what was learnt about particular pods and groups (where a pod's labels count
+        on a node, the groups' checks), with every change undone: a caller that simulates many
+        independent changes in turn, such as one ReplicaSet's scale-in after another, then
+        holds what one of them needs rather than what all of them did (checks are made again
+        from the positions, which are the analysed ones again)."""
+        if self._journal:
+            raise ValueError("WorkingCounts.forget with changes not undone")
+        self._places.clear()
+        self._checks.clear()
+        self._table_checks.clear()
+
     # ---- stamps ------------------------------------------------------------------------
 
     def table_stamp(self, table: CountTable) -> int:
@@ -349,20 +361,41 @@ class Crowding:
         self._groups = [
             (counts.tables(m.profile)[i], m.profile.constraints[i].min_domains) for m, i in groups
         ]
-        self._by_node: dict[str, list[tuple[CountTable, str, int]]] = {}
+        self._by_node: dict[str, list[tuple[CountTable, str, int, int]]] = {}
 
     def at(self, node: str) -> int:
         entries = self._by_node.get(node)
         if entries is None:
-            entries = self._by_node[node] = [
-                (table, domain, min_domains)
-                for table, min_domains in self._groups
-                if (domain := table.space.node_domain.get(node)) is not None
-            ]
+            entries = self._entries(node)
         total = 0
-        for table, domain, min_domains in entries:
+        for table, domain, min_domains, _ in entries:
             total += table.counts.get(domain, 0) - table.global_min(min_domains)
         return total
+
+    def each(self, nodes: Iterable[str]) -> list[int]:
+        """``at`` of each node, in one state of the counts: each group's global minimum is
+        found once, not once per node."""
+        lows = [table.global_min(min_domains) for table, min_domains in self._groups]
+        out = []
+        for node in nodes:
+            entries = self._by_node.get(node)
+            if entries is None:
+                entries = self._entries(node)
+            total = 0
+            for table, domain, _, group in entries:
+                total += table.counts.get(domain, 0) - lows[group]
+            out.append(total)
+        return out
+
+    def _entries(self, node: str) -> list[tuple[CountTable, str, int, int]]:
+        """The groups whose constraint counts ``node``: table, the node's domain, minDomains
+        and the group's place in ``_groups``."""
+        entries = self._by_node[node] = [
+            (table, domain, min_domains, group)
+            for group, (table, min_domains) in enumerate(self._groups)
+            if (domain := table.space.node_domain.get(node)) is not None
+        ]
+        return entries
 
 
 class GroupCheck:

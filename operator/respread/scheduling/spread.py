@@ -358,6 +358,17 @@ class SpreadIndex:
             hit = self._matches[key] = (selector, labels, selector_matches(selector, labels))
         return hit[2]
 
+    def counts_pod_once(self, selector: LabelSelector | None, labels: Labels) -> bool:
+        """``counts_pod``, for a question asked once: answered from the cache when it is
+        there, and not added to it (the deletion-cost order asks each pair of a namespace's
+        selectors and label sets once; keeping them would hold one entry per pair)."""
+        if selector is None:
+            return False
+        if not selector.requirements:
+            return self.empty_selector_matches_all
+        hit = self._matches.get((id(selector), id(labels)))
+        return selector_matches(selector, labels) if hit is None else hit[2]
+
     # ---- the replacement's shape ----------------------------------------------------------
 
     def replacement_constraints(self, pod: Pod) -> tuple[SpreadConstraint, ...]:

@@ -16,6 +16,14 @@ alone), so a remembered order is reused only when its inputs are the same as whe
 
 The namespace and the cluster-wide parts become small tokens once per scan, so a ReplicaSet's key
 is compared in time linear in its own pods. Orders not used in a scan are forgotten.
+
+What the memo holds between scans is small beside the cluster: references to the objects the
+scan read (its pods, each group's pods by node), never copies of their fields, and each count
+table and domain space as two tuples of references (its domains, its counts). Unchanged
+objects are the same objects from one scan to the next (the operator's cache keeps them), so
+most comparisons stop at identity; an object replaced by an equal one compares by the fields
+above. Keys that hold sequences compare them in order: an equal mapping listed in another order
+is a miss (searched again), never a wrong hit.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
+from operator import is_
+from weakref import ref
 
 from respread.analysis.groups import Analysis, Members, WorkloadRef
 from respread.core.annotations import DELETION_COST
@@ -41,34 +51,110 @@ class Remembered:
     violated: bool = False  # a checked group is beyond maxSkew before any removal
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A ReplicaSet's order and what it was found from."""
+
+    namespace: int  # the namespace's token (ScanKeys)
+    workload: WorkloadRef
+    pods: tuple[Pod, ...]  # the ReplicaSet's pods, in the order listed
+    remembered: Remembered
+
+
+@dataclass(frozen=True, slots=True)
+class _NamespaceView:
+    """What a namespace's orders read beyond their own pods: the cluster's token, and per
+    member group its workload, profile, balanced constraints and tables' tokens (``groups``)
+    and its pods by node (``positions``, the analysis' own mappings, compared by
+    ``_same_positions``)."""
+
+    cluster: int
+    groups: tuple[Hashable, ...]
+    positions: tuple[Mapping[str, tuple[Pod, ...]], ...]
+
+    def same(self, other: _NamespaceView) -> bool:
+        return (
+            self.cluster == other.cluster
+            and self.groups == other.groups
+            and len(self.positions) == len(other.positions)
+            and all(map(_same_positions, self.positions, other.positions))
+        )
+
+
 class CostMemo:
     """What one policy's scans remember; kept by the caller from one scan to the next."""
 
-    __slots__ = ("_next_orders", "_next_tokens", "_orders", "_serial", "_tokens")
+    __slots__ = (
+        "_last",
+        "_namespaces",
+        "_next_namespaces",
+        "_next_orders",
+        "_next_tokens",
+        "_orders",
+        "_serial",
+        "_tokens",
+    )
 
     def __init__(self) -> None:
-        self._orders: dict[Hashable, Remembered] = {}
+        self._orders: dict[tuple[str, str], _Entry] = {}  # (namespace, ReplicaSet) ->
         self._tokens: dict[Hashable, int] = {}
-        self._next_orders: dict[Hashable, Remembered] = {}
+        self._namespaces: dict[str, tuple[_NamespaceView, int]] = {}
+        self._next_orders: dict[tuple[str, str], _Entry] = {}
         self._next_tokens: dict[Hashable, int] = {}
+        self._next_namespaces: dict[str, tuple[_NamespaceView, int]] = {}
         self._serial = count()
+        self._last: tuple[ref[Analysis], tuple[object, ...], object] | None = None
+
+    def last_plan(self, analysis: Analysis, inputs: tuple[object, ...]) -> object | None:
+        """The plan the last scan made, when it was made from this very analysis (the same
+        object: the operator hands an unchanged cluster's analysis again) and equal other
+        inputs; the plan is a function of them. Otherwise None, and the last plan is let go
+        before the new one is made. The analysis is held weakly: never kept alive beside the
+        next one."""
+        last = self._last
+        if last is None or last[0]() is not analysis or last[1] != inputs:
+            self._last = None
+            return None
+        return last[2]
+
+    def keep_plan(self, analysis: Analysis, inputs: tuple[object, ...], plan: object) -> None:
+        self._last = (ref(analysis), inputs, plan)
 
     def begin_scan(self) -> None:
-        self._next_orders, self._next_tokens = {}, {}
+        self._next_orders, self._next_tokens, self._next_namespaces = {}, {}, {}
 
     def end_scan(self) -> None:
         """Forget what this scan did not use."""
         self._orders, self._next_orders = self._next_orders, {}
         self._tokens, self._next_tokens = self._next_tokens, {}
+        self._namespaces, self._next_namespaces = self._next_namespaces, {}
 
-    def recall(self, key: Hashable) -> Remembered | None:
+    def recall(
+        self, namespace: int, workload: WorkloadRef, replica_set: str, pods: Sequence[Pod]
+    ) -> Remembered | None:
+        """The order remembered for these exact inputs (``namespace``: the namespace's token)."""
+        key = (workload.namespace, replica_set)
         found = self._next_orders.get(key) or self._orders.get(key)
-        if found is not None:
-            self._next_orders[key] = found
-        return found
+        if (
+            found is None
+            or found.namespace != namespace
+            or found.workload != workload
+            or not _same_pods(found.pods, pods)
+        ):
+            return None
+        self._next_orders[key] = _Entry(namespace, workload, tuple(pods), found.remembered)
+        return found.remembered
 
-    def store(self, key: Hashable, remembered: Remembered) -> None:
-        self._next_orders[key] = remembered
+    def store(
+        self,
+        namespace: int,
+        workload: WorkloadRef,
+        replica_set: str,
+        pods: Sequence[Pod],
+        remembered: Remembered,
+    ) -> None:
+        key = (workload.namespace, replica_set)
+        self._next_orders[key] = _Entry(namespace, workload, tuple(pods), remembered)
 
     def token(self, value: Hashable) -> int:
         """A number standing for ``value``: the same for an equal value in this scan and the
@@ -80,6 +166,14 @@ class CostMemo:
                 found = next(self._serial)
             self._next_tokens[value] = found
         return found
+
+    def namespace_token(self, namespace: str, view: _NamespaceView) -> int:
+        """A number standing for what the namespace's orders read: the last scan's when
+        ``view`` is the same as its, else a new one."""
+        last = self._namespaces.get(namespace)
+        token = last[1] if last is not None and last[0].same(view) else next(self._serial)
+        self._next_namespaces[namespace] = (view, token)
+        return token
 
 
 class ScanKeys:
@@ -107,20 +201,28 @@ class ScanKeys:
         self._tables: dict[CountTable, int] = {}
         self._spaces: dict[DomainSpace, int] = {}
 
-    @property
-    def memo(self) -> CostMemo:
-        return self._memo
-
-    def replica_set(
+    def recall(
         self, workload: WorkloadRef, replica_set: str, pods: Sequence[Pod]
-    ) -> tuple[Hashable, ...]:
-        return (self._namespace(workload.namespace), workload, replica_set, *map(_pod_key, pods))
+    ) -> Remembered | None:
+        namespace = self._namespace(workload.namespace)
+        return self._memo.recall(namespace, workload, replica_set, pods)
+
+    def store(
+        self, workload: WorkloadRef, replica_set: str, pods: Sequence[Pod], found: Remembered
+    ) -> None:
+        namespace = self._namespace(workload.namespace)
+        self._memo.store(namespace, workload, replica_set, pods, found)
 
     def _namespace(self, namespace: str) -> int:
         found = self._namespaces.get(namespace)
         if found is None:
-            groups = tuple(self._group(m) for m in self._members.get(namespace, ()))
-            found = self._namespaces[namespace] = self._memo.token((self._cluster, groups))
+            members = self._members.get(namespace, ())
+            view = _NamespaceView(
+                self._cluster,
+                tuple(self._group(m) for m in members),
+                tuple(m.by_node for m in members),
+            )
+            found = self._namespaces[namespace] = self._memo.namespace_token(namespace, view)
         return found
 
     def _group(self, m: Members) -> Hashable:
@@ -131,9 +233,6 @@ class ScanKeys:
         return (
             m.workload,
             profile,
-            tuple(
-                (node, tuple((p.name, p.labels) for p in pods)) for node, pods in m.by_node.items()
-            ),
             tuple((m, i) in self._balanced for i in hard),
             tuple((self._table(tables[i]), self._space(index.space(profile, i))) for i in hard),
         )
@@ -141,14 +240,16 @@ class ScanKeys:
     def _table(self, table: CountTable) -> int:
         found = self._tables.get(table)
         if found is None:
-            value = (frozenset(table.counts.items()), self._space(table.space))
+            counts = table.counts
+            value = (tuple(counts), tuple(counts.values()), self._space(table.space))
             found = self._tables[table] = self._memo.token(value)
         return found
 
     def _space(self, space: DomainSpace) -> int:
         found = self._spaces.get(space)
         if found is None:
-            value = frozenset(space.node_domain.items())
+            domains = space.node_domain
+            value = (tuple(domains), tuple(domains.values()))
             found = self._spaces[space] = self._memo.token(value)
         return found
 
@@ -156,3 +257,28 @@ class ScanKeys:
 def _pod_key(p: Pod) -> Hashable:
     cost = p.annotations.get(DELETION_COST)
     return (p.name, p.node_name, p.phase, p.ready, p.created, p.labels, cost)
+
+
+def _same_pods(old: Sequence[Pod], new: Sequence[Pod]) -> bool:
+    """The same pods as far as an order reads them, in the same order."""
+    if len(old) != len(new):
+        return False
+    if all(map(is_, old, new)):
+        return True
+    return all(a is b or _pod_key(a) == _pod_key(b) for a, b in zip(old, new, strict=True))
+
+
+def _same_positions(old: Mapping[str, tuple[Pod, ...]], new: Mapping[str, tuple[Pod, ...]]) -> bool:
+    """A group's pods by node, the same nodes in the same order, each with the same pods (by
+    name and labels) in the same order."""
+    if old is new:
+        return True
+    if len(old) != len(new):
+        return False
+    for (node_a, pods_a), (node_b, pods_b) in zip(old.items(), new.items(), strict=True):
+        if node_a != node_b or len(pods_a) != len(pods_b):
+            return False
+        for a, b in zip(pods_a, pods_b, strict=True):
+            if a is not b and (a.name != b.name or a.labels != b.labels):
+                return False
+    return True

@@ -192,7 +192,8 @@ class _ScaleIn:
                     ((p.namespace, p.name), m) for ps in m.by_node.values() for p in ps
                 )
         # a node -> how far above the global minimum its domains are, over the own constraints
-        self.crowding = counts.crowding(self.own).at
+        self.crowded = counts.crowding(self.own)
+        self.crowding = self.crowded.at
 
     def _counts_ours(
         self,
@@ -202,13 +203,14 @@ class _ScaleIn:
         by_labels: Mapping[int, tuple[Labels, list[Pod]]],
     ) -> bool:
         """Whether another workload's group was balanced and its selector counts these pods
-        (index.is_counted, once per label set: the pods are in the namespace and live)."""
+        (index.counts_pod_once, once per label set: the pods are in the namespace and live)."""
         if (m, constraint) not in context.balanced:
             return False
         selector = m.profile.constraints[constraint].selector
         eligible = self.index.space(m.profile, constraint).node_domain
         return any(
-            self.index.counts_pod(selector, labels) and any(p.node_name in eligible for p in same)
+            self.index.counts_pod_once(selector, labels)
+            and any(p.node_name in eligible for p in same)
             for labels, same in by_labels.values()
         )
 
@@ -237,7 +239,11 @@ class _ScaleIn:
 
 
 class _Buckets:
-    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable."""
+    """The pods still to remove, by (tier, node): pods of one bucket are interchangeable.
+
+    A bucket gives its pods in a fixed order, so the pods left in each bucket (``state``) say
+    which pods are gone, and so what the simulation judges: ``known`` keeps the misplaced
+    pods of each state judged, for the search and the least harmful step to share."""
 
     def __init__(self, pods: Sequence[Pod]) -> None:
         groups: dict[tuple[Tier, str], list[Pod]] = defaultdict(list)
@@ -250,6 +256,7 @@ class _Buckets:
         ]
         self.left = [len(b) for b in self.pods]
         self.remaining = sum(self.left)
+        self.known: dict[tuple[int, ...], int] = {}
         self.per_node: dict[str, int] = defaultdict(int)
         for (_, node), n in zip(self.keys, self.left, strict=True):
             self.per_node[node] += n
@@ -286,8 +293,44 @@ def _preference(sim: _ScaleIn, buckets: _Buckets, b: int) -> tuple[int, int, str
 
 
 def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
-    """The open buckets, best first (their safety is checked when they are tried)."""
-    return sorted(buckets.open(), key=lambda b: _preference(sim, buckets, b))
+    """The open buckets, best first (their safety is checked when they are tried): sorted by
+    ``_preference``, with the crowding of every open bucket's node read at once. An open
+    bucket's node is its own (they share the lowest tier), so no two preferences tie."""
+    found = buckets.open()
+    nodes = [buckets.keys[b][1] for b in found]
+    per_node = buckets.per_node
+    ranked = sorted(
+        ((-crowding if node else 0, -per_node[node], node), b)
+        for b, node, crowding in zip(found, nodes, sim.crowded.each(nodes), strict=True)
+    )
+    return [b for _, b in ranked]
+
+
+def _removed_if_safe(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> bool:
+    """Remove ``pod``, just taken from its bucket, when the state it leaves keeps every check
+    within maxSkew (judged once per state), and say whether it did."""
+    state = buckets.state()
+    misplaced = buckets.known.get(state)
+    if misplaced is None:
+        sim.remove(pod)
+        misplaced = buckets.known[state] = sim.misplaced()
+        if misplaced:
+            sim.restore(pod)
+    elif not misplaced:
+        sim.remove(pod)
+    return not misplaced
+
+
+def _misplaced_after(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> int:
+    """The misplaced pods once ``pod``, just taken from its bucket, is gone; the simulation is
+    left as it was."""
+    state = buckets.state()
+    misplaced = buckets.known.get(state)
+    if misplaced is None:
+        sim.remove(pod)
+        misplaced = buckets.known[state] = sim.misplaced()
+        sim.restore(pod)
+    return misplaced
 
 
 def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
@@ -308,10 +351,10 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
                 sim.restore(buckets.give_back(path.pop()))
             continue
         b = moves.pop(0)
-        sim.remove(buckets.take(b))
+        pod = buckets.take(b)
         steps += 1
-        if buckets.state() in dead or sim.misplaced():
-            sim.restore(buckets.give_back(b))
+        if buckets.state() in dead or not _removed_if_safe(sim, buckets, pod):
+            buckets.give_back(b)
             continue
         path.append(b)
         if len(path) > len(best):
@@ -330,9 +373,7 @@ def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
     for b in buckets.open():
         preference = _preference(sim, buckets, b)
         pod = buckets.take(b)
-        sim.remove(pod)
-        scored.append((sim.misplaced(), preference, b))
-        sim.restore(pod)
+        scored.append((_misplaced_after(sim, buckets, pod), preference, b))
         buckets.give_back(b)
     return min(scored)[2]
 
@@ -408,6 +449,24 @@ def _domains(
     return tuple((key, node.labels[key]) for key in keys if key in node.labels)
 
 
+class _Domains:
+    """Each pod's value of its workload's hard keys (``_domains``), one tuple per keys and
+    node, shared by every pod there (a scan orders most of the cluster's pods)."""
+
+    __slots__ = ("_found", "_nodes")
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self._nodes = nodes
+        self._found: dict[tuple[tuple[str, ...], str | None], tuple[tuple[str, str], ...]] = {}
+
+    def of(self, keys: tuple[str, ...], pod: Pod) -> tuple[tuple[str, str], ...]:
+        at = (keys, pod.node_name)
+        found = self._found.get(at)
+        if found is None:
+            found = self._found[at] = _domains(keys, self._nodes, pod)
+        return found
+
+
 def _kept_or_searched(sim: _ScaleIn, pods: Sequence[Pod]) -> tuple[list[Pod], list[bool], bool]:
     """The order to give (the current costs' when they are as good as the search's), whether
     each state along it is within maxSkew, and whether it is the current costs' order.
@@ -438,8 +497,8 @@ def order_replica_set(
 ) -> ReplicaSetOrder:
     """The scale-in order of one ReplicaSet's active pods and the costs that give it."""
     found = _ordered(context, workload, pods)
-    nodes = context.analysis.index.nodes
-    return _assembled(workload, replica_set, pods, found, nodes=nodes, settings=settings)
+    domains = _Domains(context.analysis.index.nodes)
+    return _assembled(workload, replica_set, pods, found, domains=domains, settings=settings)
 
 
 def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> Remembered:
@@ -447,6 +506,7 @@ def _ordered(context: _Context, workload: WorkloadRef, pods: Sequence[Pod]) -> R
     sim = _ScaleIn(context, workload, pods)
     violated = sim.misplaced() > 0
     order, safe, keep = _kept_or_searched(sim, pods)
+    context.counts.forget()  # every removal undone: the next ReplicaSet learns its own
     position = {(p.namespace, p.name): i for i, p in enumerate(pods)}
     return Remembered(
         tuple(position[(p.namespace, p.name)] for p in order),
@@ -465,11 +525,10 @@ def _remembered(
     replica_set: str,
 ) -> Remembered:
     """The order an earlier scan found for exactly these inputs, else the simulated one."""
-    key = keys.replica_set(workload, replica_set, pods)
-    found = keys.memo.recall(key)
+    found = keys.recall(workload, replica_set, pods)
     if found is None:
         found = _ordered(context, workload, pods)
-        keys.memo.store(key, found)
+        keys.store(workload, replica_set, pods, found)
     return found
 
 
@@ -479,7 +538,7 @@ def _assembled(
     pods: Sequence[Pod],
     found: Remembered,
     *,
-    nodes: Mapping[str, Node],
+    domains: _Domains,
     settings: DeletionCostSettings,
     owner: str | None = None,
 ) -> ReplicaSetOrder:
@@ -498,7 +557,7 @@ def _assembled(
                 desired=now if keep and now is not None else rank + 1,
                 current=now,
                 within_max_skew=ok,
-                domains=_domains(found.keys, nodes, pod),
+                domains=domains.of(found.keys, pod),
                 foreign=foreign_managers(pod),
             )
         )
@@ -583,7 +642,26 @@ def plan_costs(
     ``memo``, kept by the caller from one scan to the next, reuses the orders of ReplicaSets
     whose inputs are all unchanged (cost_memo.py); the plan is the same with or without it.
     ``ownership``: the other policies that write costs; a ReplicaSet one of them owns
-    (cost_owner.py) is reported as an overlap and never written (None: no other policy)."""
+    (cost_owner.py) is reported as an overlap and never written (None: no other policy).
+    A memo given the very analysis of its last scan, with the same settings and ownership,
+    gives that scan's plan again."""
+    if memo is None:
+        return _planned(analysis, settings, None, ownership)
+    inputs = (settings, ownership)
+    last = memo.last_plan(analysis, inputs)
+    if isinstance(last, CostPlan):
+        return last
+    plan = _planned(analysis, settings, memo, ownership)
+    memo.keep_plan(analysis, inputs, plan)
+    return plan
+
+
+def _planned(
+    analysis: Analysis,
+    settings: DeletionCostSettings,
+    memo: CostMemo | None,
+    ownership: Ownership | None,
+) -> CostPlan:
     index = analysis.index
     ordered: dict[WorkloadRef, bool] = {}
     excluded: dict[WorkloadRef, int] = defaultdict(int)
@@ -615,13 +693,14 @@ def plan_costs(
         keys = ScanKeys(memo, analysis, context.members_by_namespace, context.balanced)
         found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
         memo.end_scan()
+    domains = _Domains(index.nodes)
     orders = tuple(
         _assembled(
             owners[key],
             key[1],
             pods,
             f,
-            nodes=index.nodes,
+            domains=domains,
             settings=settings,
             owner=_other_owner(ownership, key[0], pods),
         )
