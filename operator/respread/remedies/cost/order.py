@@ -193,7 +193,6 @@ class _ScaleIn:
                 )
         # a node -> how far above the global minimum its domains are, over the own constraints
         self.crowded = counts.crowding(self.own)
-        self.crowding = self.crowded.at
 
     def _counts_ours(
         self,
@@ -282,28 +281,23 @@ class _Buckets:
         self.per_node[self.keys[b][1]] += 1
         return self.pods[b][len(self.pods[b]) - self.left[b]]
 
-    def on_node(self, node: str) -> int:
-        return self.per_node[node]
 
-
-def _preference(sim: _ScaleIn, buckets: _Buckets, b: int) -> tuple[int, int, str]:
-    """Sort key of a bucket, best first: most crowded domains, most pods on the node."""
-    node = buckets.keys[b][1]
-    return (-sim.crowding(node) if node else 0, -buckets.on_node(node), node)
-
-
-def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
-    """The open buckets, best first (their safety is checked when they are tried): sorted by
-    ``_preference``, with the crowding of every open bucket's node read at once. An open
-    bucket's node is its own (they share the lowest tier), so no two preferences tie."""
+def _preferences(sim: _ScaleIn, buckets: _Buckets) -> list[tuple[tuple[int, int, str], int]]:
+    """The open buckets, best first, each with its sort key: most crowded domains, most pods
+    on the node. The crowding of every open bucket's node is read at once. An open bucket's
+    node is its own (they share the lowest tier), so no two keys tie."""
     found = buckets.open()
     nodes = [buckets.keys[b][1] for b in found]
     per_node = buckets.per_node
-    ranked = sorted(
+    return sorted(
         ((-crowding if node else 0, -per_node[node], node), b)
         for b, node, crowding in zip(found, nodes, sim.crowded.each(nodes), strict=True)
     )
-    return [b for _, b in ranked]
+
+
+def _candidates(sim: _ScaleIn, buckets: _Buckets) -> list[int]:
+    """The open buckets, best first (their safety is checked when they are tried)."""
+    return [b for _, b in _preferences(sim, buckets)]
 
 
 def _removed_if_safe(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> bool:
@@ -370,8 +364,7 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
 def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
     """The open bucket whose next pod leaves the fewest misplaced pods (then the preference)."""
     scored = []
-    for b in buckets.open():
-        preference = _preference(sim, buckets, b)
+    for preference, b in _preferences(sim, buckets):
         pod = buckets.take(b)
         scored.append((_misplaced_after(sim, buckets, pod), preference, b))
         buckets.give_back(b)
