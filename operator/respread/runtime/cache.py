@@ -140,9 +140,10 @@ class ClusterCache:
             else:
                 self._versions[kind][key] = version
                 after = self._parse(kind, key, body)
-            if before != after:
+            changed = before != after
+            if changed:
                 self._generation += 1
-        if event_type is not None and before != after and self.on_change is not None:
+        if event_type is not None and changed and self.on_change is not None:
             self.on_change()
         return key
 
