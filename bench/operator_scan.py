@@ -42,7 +42,6 @@ from generate import GENERATED_AT  # noqa: E402
 from respread.inputs.policy import parse_policy  # noqa: E402
 from respread.pipeline import scan  # noqa: E402
 from respread.report.contract import status_json, status_patch  # noqa: E402
-from respread.report.health import health_events  # noqa: E402
 from respread.runtime import scan as operator_scan  # noqa: E402
 from respread.runtime.cache import WATCHED, ClusterCache  # noqa: E402
 from respread.runtime.guard import DEFAULT_LIMITS, ScanGuard, halt_verdict  # noqa: E402
@@ -148,8 +147,7 @@ def one_scan(
     status = operator_scan._status(job, result, acted, verdict)
     body = json.dumps(status_patch(status))
     t3 = time.perf_counter()
-    told = health_events(verdict, memory.previous_status)
-    told.extend(operator_scan._events(job, result, acted, verdict))
+    operator_scan._events(job, result, acted, verdict)  # the health Events among them
     operator_scan.export_metrics(policy, result.report)
     memory.previous_status = status_json(status)
     memory.last_scan = now
