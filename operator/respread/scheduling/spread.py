@@ -344,8 +344,13 @@ class SpreadIndex:
 
     # ---- selectors -------------------------------------------------------------------------
 
-    def counts_pod(self, selector: LabelSelector | None, labels: Labels) -> bool:
-        """Whether the counting step counts a pod with these labels (mind the `{}` bug, 2.4)."""
+    def counts_pod(
+        self, selector: LabelSelector | None, labels: Labels, *, remember: bool = True
+    ) -> bool:
+        """Whether the counting step counts a pod with these labels (mind the `{}` bug, 2.4).
+        ``remember``: keep the answer for the next asking (off for a question asked once: the
+        deletion-cost order asks each pair of a namespace's selectors and label sets once, and
+        keeping them would hold one entry per pair)."""
         if selector is None:
             return False
         if not selector.requirements:
@@ -354,20 +359,12 @@ class SpreadIndex:
         # call); the entry holds both objects, so neither id can be reused while it exists.
         key = (id(selector), id(labels))
         hit = self._matches.get(key)
-        if hit is None:
-            hit = self._matches[key] = (selector, labels, selector_matches(selector, labels))
-        return hit[2]
-
-    def counts_pod_once(self, selector: LabelSelector | None, labels: Labels) -> bool:
-        """``counts_pod``, for a question asked once: answered from the cache when it is
-        there, and not added to it (the deletion-cost order asks each pair of a namespace's
-        selectors and label sets once; keeping them would hold one entry per pair)."""
-        if selector is None:
-            return False
-        if not selector.requirements:
-            return self.empty_selector_matches_all
-        hit = self._matches.get((id(selector), id(labels)))
-        return selector_matches(selector, labels) if hit is None else hit[2]
+        if hit is not None:
+            return hit[2]
+        found = selector_matches(selector, labels)
+        if remember:
+            self._matches[key] = (selector, labels, found)
+        return found
 
     # ---- the replacement's shape ----------------------------------------------------------
 

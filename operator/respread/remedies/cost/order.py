@@ -202,13 +202,13 @@ class _ScaleIn:
         by_labels: Mapping[int, tuple[Labels, list[Pod]]],
     ) -> bool:
         """Whether another workload's group was balanced and its selector counts these pods
-        (index.counts_pod_once, once per label set: the pods are in the namespace and live)."""
+        (index.counts_pod, asked once per label set: the pods are in the namespace and live)."""
         if (m, constraint) not in context.balanced:
             return False
         selector = m.profile.constraints[constraint].selector
         eligible = self.index.space(m.profile, constraint).node_domain
         return any(
-            self.index.counts_pod_once(selector, labels)
+            self.index.counts_pod(selector, labels, remember=False)
             and any(p.node_name in eligible for p in same)
             for labels, same in by_labels.values()
         )
