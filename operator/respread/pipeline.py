@@ -36,6 +36,7 @@ from respread.remedies.choose import apply_remediation, defer_surged, eviction_b
 from respread.remedies.cost.memo import CostMemo
 from respread.remedies.cost.order import CostPlan, plan_costs
 from respread.remedies.cost.owner import Ownership
+from respread.remedies.evict.clock import settled
 from respread.remedies.evict.history import EvictionHistory, unready_workloads
 from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
@@ -127,21 +128,40 @@ NO_MEMORY = Memory()
 
 
 class AnalysisMemo:
-    """The last scan's analysis, reused by a scan of the same state under the same policy and
-    the same outage domains. The analysis is a pure function of those three (it reads no
-    clock), so the reuse is exact. The state is compared by identity: the operator's watch cache
-    hands out one snapshot object until a record it keeps changes (runtime/cache.py), so a
-    cluster that did not change is analyzed once. Any change, one pod, and the next scan
-    analyzes the whole cluster again. Kept by the caller, one per policy."""
+    """The last scan's analysis and eviction plan, reused by a scan of the same state under the
+    same policy and the same outage domains. The analysis is a pure function of those three (it
+    reads no clock), so its reuse is exact. The state is compared by identity: the operator's
+    watch cache hands out one snapshot object until a record it keeps changes
+    (runtime/cache.py), so a cluster that did not change is analyzed once. Any change, one pod,
+    and the next scan analyzes the whole cluster again.
 
-    __slots__ = ("_analysis", "_domains", "_policy", "_state", "reused")
+    The plan of a reused analysis is reused too when the history and holds it was planned with
+    are the same and it was made at an instant the clock no longer changes it from
+    (remedies/evict/clock.py: no pod younger than minPodAge, no workload in cooldown), no later
+    than this scan's. Kept by the caller, one per policy."""
+
+    __slots__ = (
+        "_analysis",
+        "_domains",
+        "_plan",
+        "_planned",
+        "_policy",
+        "_state",
+        "plan_reused",
+        "reused",
+    )
 
     def __init__(self) -> None:
         self.reused = False  # whether the last scan reused the analysis before it
+        self.plan_reused = False  # and its plan
         self._state: ClusterState | None = None
         self._policy: RebalancePolicy | None = None
         self._domains: Mapping[str, frozenset[str]] | None = None
         self._analysis: Analysis | None = None
+        self._plan: Plan | None = None
+        # what the plan was made from beside the analysis: when, the history, the holds
+        self._planned: tuple[float, dict[WorkloadRef, float], dict[WorkloadRef, str]] | None
+        self._planned = None
 
     def analysis(
         self,
@@ -160,10 +180,39 @@ class AnalysisMemo:
             self.reused = True
             return self._analysis
         self.reused = False
-        self._analysis = None  # the old one freed before the new one is made
+        self._analysis = self._plan = self._planned = None  # freed before the new one is made
         found = analyze(state, policy, build_index(state, policy, domains))
         self._state, self._policy, self._domains, self._analysis = state, policy, domains, found
         return found
+
+    def plan(
+        self,
+        analysis: Analysis,
+        policy: RebalancePolicy,
+        now: float,
+        history: Mapping[WorkloadRef, float],
+        held: Mapping[WorkloadRef, str],
+    ) -> Plan:
+        """The eviction plan of ``analysis`` (this memo's last) at ``now``: remembered, or made
+        and remembered where the clock can no longer change it."""
+        last, planned = self._plan, self._planned
+        self.plan_reused = (
+            last is not None
+            and planned is not None
+            and analysis is self._analysis
+            and policy == self._policy
+            and planned[0] <= now
+            and planned[1] == history
+            and planned[2] == held
+        )
+        if self.plan_reused:
+            assert last is not None
+            return last
+        self._plan = self._planned = None
+        made = plan(analysis, policy, now=now, history=history, held=held)
+        if analysis is self._analysis and settled(analysis.index.state.pods, policy, now, history):
+            self._plan, self._planned = made, (now, dict(history), dict(held))
+        return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +288,7 @@ def _scan(
         held=held,
         view=view,
         outage_held=outage_held,
+        analyses=analyses,
     )
     chosen = apply_remediation(evictions, policy)
     surge = plan_surges(analysis, eviction_blocked(chosen, policy.remediation.evict), policy, now)
@@ -305,10 +355,11 @@ def _planned(
     held: Mapping[WorkloadRef, str],
     view: DomainView,
     outage_held: Mapping[WorkloadRef, str],
+    analyses: AnalysisMemo,
 ) -> Plan:
     """The evictions: planned, paced while domains recover, and none deferred on account of an
     outage (not even for later runs while it lasts)."""
-    evictions = plan(analysis, policy, now=now, history=history.last_eviction, held=dict(held))
+    evictions = analyses.plan(analysis, policy, now, history.last_eviction, held)
     evictions = ramp_plan(evictions, analysis, view, policy)
     if outage_held:
         kept = tuple(m for m in evictions.deferred if m.workload not in outage_held)

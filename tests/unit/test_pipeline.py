@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from respread.analysis.causes import Attribution, Cause
 from respread.analysis.groups import WorkloadRef
 from respread.core.model import OwnerRef, Pod
 from respread.inputs.policy import DEFAULT_POLICY, Mode
 from respread.pipeline import NO_MEMORY, AnalysisMemo, Memory, scan
-from respread.remedies.evict.history import PACING
+from respread.remedies.evict.history import PACING, EvictionHistory
 from respread.remedies.evict.ledger import Recorded, key_of, render_entries
 from respread.report.model import Report
 from tests.support.builders import WEB, hard, node, pod, sel, state
@@ -178,3 +180,53 @@ def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> 
     latest = scan(rebuilt, other, NOW, analyses=analyses).analysis
     assert scan(rebuilt, other, NOW, analyses=analyses).analysis is latest
     assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not latest
+
+
+YOUNG = [replace(p, created=NOW - 10) for p in web({"a": 3, "b": 1, "c": 1})]  # minPodAge 300s
+EVICTED = Memory(EvictionHistory({WorkloadRef("shop", "Deployment", "web"): NOW - 60}))
+
+
+@pytest.mark.parametrize(
+    ("pods", "memory", "first", "then", "reused"),
+    [
+        pytest.param(web({"a": 3, "b": 1, "c": 1}), NO_MEMORY, NOW, NOW + 60, True, id="settled"),
+        pytest.param(YOUNG, NO_MEMORY, NOW, NOW + 60, False, id="a pod younger than minPodAge"),
+        pytest.param(YOUNG, NO_MEMORY, NOW + 289, NOW + 400, False, id="young when planned"),
+        pytest.param(YOUNG, NO_MEMORY, NOW + 290, NOW + 400, True, id="every pod old enough"),
+        pytest.param(web({"a": 3, "b": 1, "c": 1}), EVICTED, NOW, NOW + 60, False, id="cooldown"),
+        pytest.param(web({"a": 3, "b": 1, "c": 1}), EVICTED, NOW + 540, NOW + 600, True, id="over"),
+        pytest.param(
+            web({"a": 3, "b": 1, "c": 1}), NO_MEMORY, NOW, NOW - 1, False, id="clock back"
+        ),
+    ],
+)
+def test_a_reused_analysis_reuses_its_plan_once_the_clock_no_longer_changes_it(
+    pods: list[Pod], memory: Memory, first: float, then: float, reused: bool
+) -> None:
+    """The plan of an unchanged cluster is made again while time can still change it (a pod
+    younger than minPodAge, a workload in cooldown) or the clock went back; otherwise it is
+    the last scan's. Either way the scan is the one a fresh analysis and plan make."""
+    skewed = state(NODES, pods)
+    analyses = AnalysisMemo()
+    scan(skewed, DEFAULT_POLICY, first, memory, analyses=analyses)
+    again = scan(skewed, DEFAULT_POLICY, then, memory, analyses=analyses)
+    assert analyses.reused
+    assert analyses.plan_reused is reused
+    fresh = scan(skewed, DEFAULT_POLICY, then, memory)
+    assert again.report == fresh.report
+    assert again.plan.skipped == fresh.plan.skipped  # their reasons count seconds
+    assert (again.plan.moves, again.plan.deferred) == (fresh.plan.moves, fresh.plan.deferred)
+
+
+def test_a_plan_is_not_reused_for_other_holds_or_another_analysis() -> None:
+    skewed = state(NODES, web({"a": 3, "b": 1, "c": 1}))
+    analyses = AnalysisMemo()
+    first = scan(skewed, DEFAULT_POLICY, NOW, analyses=analyses)
+    held = {WorkloadRef("shop", "Deployment", "web"): "held"}
+    assert analyses.plan(first.analysis, DEFAULT_POLICY, NOW + 1, {}, {}) is not None
+    assert analyses.plan_reused
+    assert analyses.plan(first.analysis, DEFAULT_POLICY, NOW + 1, {}, held).moves == ()
+    assert not analyses.plan_reused
+    other = scan(state(NODES, web({"a": 3, "b": 1, "c": 1})), DEFAULT_POLICY, NOW).analysis
+    analyses.plan(other, DEFAULT_POLICY, NOW + 2, {}, {})
+    assert not analyses.plan_reused

@@ -28,7 +28,7 @@ from respread.core.timestamps import format_rfc3339
 from respread.inputs.policy import Mode, RebalancePolicy
 from respread.kube.client import KubeError, within
 from respread.kube.writer import PolicyGoneError, patch_status
-from respread.pipeline import Scan, scan
+from respread.pipeline import AnalysisMemo, Scan, scan
 from respread.remedies.cost.release import (
     NOT_DELETING,
     CostCounts,
@@ -440,11 +440,17 @@ def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started
         len(report.deferred),
         sum(1 for e in acted.executions if e.state is StepStatus.EVICTED),
         time.monotonic() - started,
-        "; the cluster unchanged since the last scan: its analysis reused"
-        if job.memory.analyses.reused
-        else "",
+        _reuse_note(job.memory.analyses),
         f"; stopped: {acted.halt.message}" if acted.halt is not None else "",
     )
+
+
+def _reuse_note(analyses: AnalysisMemo) -> str:
+    """What the scan took from the last one, for its log line."""
+    if not analyses.reused:
+        return ""
+    what = "analysis and plan" if analyses.plan_reused else "analysis"
+    return f"; the cluster unchanged since the last scan: its {what} reused"
 
 
 def _log_failure(job: Job, err: Exception) -> None:

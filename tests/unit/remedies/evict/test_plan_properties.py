@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from respread.analysis.groups import WorkloadRef, analyze
 from respread.core.model import ClusterState, DisruptionBudget, OwnerRef, Pod, Resources, Toleration
 from respread.inputs.policy import RebalancePolicy
+from respread.remedies.evict.clock import settled
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.replay import apply_moves
 from respread.scheduling.safety import protection
@@ -247,3 +248,29 @@ def test_no_violated_group_ends_with_a_larger_skew_beyond_max_skew(
         old = before.get((g.workload, g.constraint.key))
         if old is not None and g.violating:
             assert g.skew <= max(old.skew, g.constraint.max_skew), (g.workload, g.constraint.key)
+
+
+@given(clusters(), policies(), st.data())
+def test_from_a_settled_instant_on_the_clock_changes_no_plan(
+    state: ClusterState, caps: RebalancePolicy, data: st.DataObject
+) -> None:
+    """remedies/evict/clock.py's claim, which lets the operator reuse an unchanged cluster's
+    plan: once no pod is younger than minPodAge and no workload is in its cooldown, a later
+    instant gives the same plan (skip reasons, outcomes and all); before, it may not."""
+    ages = st.sampled_from([0.0, 5.0, 30.0])
+    eviction = replace(caps.eviction, min_pod_age=data.draw(ages), cooldown=data.draw(ages))
+    policy = replace(caps, eviction=eviction)
+    analysis = analyze(state, policy)
+    workloads = sorted({g.workload for g in analysis.groups}, key=str)
+    times = st.integers(0, 40).map(float)
+    history = {w: data.draw(times) for w in workloads if data.draw(st.booleans())}
+    first = data.draw(times)
+    later = first + data.draw(times)
+    if not settled(state.pods, policy, first, history):
+        young = any(
+            first - p.created < eviction.min_pod_age for p in state.pods if p.created is not None
+        )
+        assert young or any(first - t < eviction.cooldown for t in history.values())
+        return
+    before = plan(analysis, policy, first, history)
+    assert plan(analysis, policy, later, history) == before
