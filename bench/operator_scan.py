@@ -101,6 +101,20 @@ def fill_items(items: list[dict[str, Any]], *, freeze: bool = True) -> Filled:
     return Filled(cache, pod)
 
 
+def fill_population(nodes: int, pods: int, *, freeze: bool = True) -> Filled:
+    """The cache filled with operator_scale.py's population (bench/population_objects.py)."""
+    import population_objects
+
+    return fill_items(list(population_objects.population(nodes, pods)), freeze=freeze)
+
+
+def touch(filled: Filled, mark: int) -> None:
+    """One pod's labels changed, delivered as a watch event: the cache hands out a new state,
+    so the next scan analyzes afresh. `mark` must differ from the last one."""
+    filled.pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(mark)
+    filled.cache.apply("Pod", "MODIFIED", filled.pod)
+
+
 def _policy(remedy: str) -> Any:
     return parse_policy(
         {
@@ -127,9 +141,11 @@ def one_scan(
     t0 = time.perf_counter()
     state = cache.snapshot()
     t1 = time.perf_counter()
+    cpu1 = time.process_time()
     result = scan(state, policy, now, memory.scan, memo=memory.cost_memo, analyses=memory.analyses)
     memory.scan = result.memory
     t2 = time.perf_counter()
+    times["pipeline_cpu"] = time.process_time() - cpu1
     job = operator_scan.Job(
         None,  # type: ignore[arg-type]  # no request is made
         cache,
@@ -157,6 +173,9 @@ def one_scan(
     times["patch_kb"] = len(body) / 1024
     times["violations"] = result.report.summary.violations
     times["planned"] = len(result.report.evictions)
+    times["moves"] = len(result.plan.moves)  # planned for this run
+    times["deferred"] = len(result.plan.deferred)  # planned for later runs
+    times["reused"] = float(memory.analyses.reused)  # the analysis of the scan before, reused
     return times
 
 
@@ -190,11 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         import population_objects
 
         nodes, pods = (int(n) for n in args.population.split(":"))
-        cache, some_pod = fill_items(list(population_objects.population(nodes, pods)))
+        filled = fill_population(nodes, pods)
         now = population_objects.POPULATED_AT
     else:
-        cache, some_pod = fill(args.cluster)
+        filled = fill(args.cluster)
         now = GENERATED_AT
+    cache = filled.cache
     pods = cache.count("Pod")
     print(
         f"cache filled: {pods} pods, {cache.count('Node')} nodes in "
@@ -209,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.scans):
         last = args.profile and i == args.scans - 1
         if args.touch:
-            some_pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(i)
-            cache.apply("Pod", "MODIFIED", some_pod)
+            touch(filled, i)
         if last:
             profiler.enable()
         row = one_scan(cache, policy, memory, now + 30.0 * i)
