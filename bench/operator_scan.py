@@ -31,6 +31,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -82,23 +83,40 @@ def fill(path: Path, *, freeze: bool = True) -> Filled:
 
 def fill_items(items: list[dict[str, Any]], *, freeze: bool = True) -> Filled:
     """The cache filled with `items` (emptied on the way) as listings fill it."""
+    pod = next(i for i in items if i.get("kind") == "Pod")
+
+    def popped() -> Iterator[dict[str, Any]]:
+        while items:
+            yield items.pop()
+
+    return fill_stream(popped(), freeze=freeze, pod=pod)
+
+
+def fill_stream(
+    items: Iterable[dict[str, Any]], *, freeze: bool = True, pod: dict[str, Any] | None = None
+) -> Filled:
+    """The cache filled with `items`, one at a time, as listings fill it; `pod` (a copy is
+    kept for `touch`) by default the first pod of `items`."""
     cache = ClusterCache()
-    pod = copy.deepcopy(next(i for i in items if i.get("kind") == "Pod"))
+    kept = copy.deepcopy(pod) if pod is not None else None
     keys: dict[str, set[tuple[str, str]]] = {k: set() for k in KINDS}
     for kind in KINDS:
         cache.begin_listing(kind)
-    while items:
-        item = items.pop()
+    for item in items:
         kind = item.get("kind")
         if kind in KINDS:
+            if kept is None and kind == "Pod":
+                kept = copy.deepcopy(item)
             keys[kind].add(cache.apply(kind, None, item))
     for kind, listed in keys.items():
         cache.end_listing(kind, listed)
     del items
+    if kept is None:
+        raise ValueError("no Pod among the objects")
     if freeze:
         gc.collect()
         gc.freeze()
-    return Filled(cache, pod)
+    return Filled(cache, kept)
 
 
 def fill_population(nodes: int, pods: int, *, freeze: bool = True) -> Filled:

@@ -1,9 +1,11 @@
 """Scan cost against cluster size: how the operator's scan time and memory grow with the cluster.
 
-For each size (NODES:PODS), one fresh Python process (so that sizes share no heap) builds
-operator_scale.py's population in memory (bench/population_objects.py), fills the operator's
-watch cache with it as listings do, and then, for each remedy, scans a DryRun policy as
-`respread run` does (bench/operator_scan.py's `one_scan`, minus the requests):
+For each size (NODES:PODS), one fresh Python process (so that sizes share no heap) fills the
+operator's watch cache with operator_scale.py's population (bench/population_objects.py), one
+object at a time as listings deliver it (the population is built in a process of its own and
+streamed in as JSON lines, so that the RSS holds the cache and not what building it left), and
+then, for each remedy, scans a DryRun policy as `respread run` does (bench/operator_scan.py's
+`one_scan`, minus the requests):
 
 - the first scan (analysis made afresh);
 - `--scans` scans with nothing changed: the cache hands out the same state object, so each
@@ -34,10 +36,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -49,6 +51,7 @@ from respread.runtime.memory import PolicyMemory  # noqa: E402
 DEFAULT_SIZES = "500:15000,1000:30000,2000:60000,3000:90000,5000:150000"
 PHASES = ("first", "unchanged", "changed")  # the three kinds of scan, in the order they run
 CHILD_FLAG = "--measure-one-size"
+EMIT_FLAG = "--emit-population"
 
 
 def _progress(text: str) -> None:
@@ -83,6 +86,27 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
             raise ValueError(f"--sizes: {entry!r} is not NODES:PODS (two positive integers)")
         sizes.append((int(nodes), int(pods)))
     return sizes
+
+
+def emit_population(nodes: int, pods: int, out: IO[bytes]) -> None:
+    """The population as JSON lines, one object a line."""
+    for obj in population_objects.population(nodes, pods):
+        out.write(json.dumps(obj, separators=(",", ":")).encode())
+        out.write(b"\n")
+    out.flush()
+
+
+def streamed_population(nodes: int, pods: int) -> Iterator[dict[str, Any]]:
+    """The population built in another process and read here one object at a time, as
+    listings deliver it: what building it allocates never enters this process's heap (freed,
+    it would still be held by the allocator and counted in the RSS)."""
+    command = [sys.executable, __file__, EMIT_FLAG, f"{nodes}:{pods}"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            yield json.loads(line)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the population {nodes}:{pods} exited {proc.returncode}")
 
 
 def _scan_row(
@@ -148,17 +172,21 @@ def measure(
     scans: int,
     *,
     freeze: bool = True,
+    streamed: bool = True,
     progress: Callable[[str], None] = _progress,
 ) -> dict[str, Any]:
-    """Every figure for one size, in this process: the population built and cached, then the
-    scans of each remedy (one policy memory each, dropped before the next remedy)."""
+    """Every figure for one size, in this process: the population cached (built in another
+    process and streamed in, or built here), then the scans of each remedy (one policy memory
+    each, dropped before the next remedy)."""
     base = operator_scan._rss_mb()
     cpu, wall = time.process_time(), time.perf_counter()
-    filled = operator_scan.fill_population(nodes, pods, freeze=freeze)
+    source = (streamed_population if streamed else population_objects.population)(nodes, pods)
+    filled = operator_scan.fill_stream(source, freeze=freeze)
     size: dict[str, Any] = {
         "nodes": filled.cache.count("Node"),
         "pods": filled.cache.count("Pod"),
         "requested": [nodes, pods],
+        "population": "streamed from another process" if streamed else "built in process",
         "rss_base_mb": base,
         "fill": {
             "cpu": time.process_time() - cpu,
@@ -310,6 +338,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scans", type=int, default=3, help="unchanged and changed scans each")
     parser.add_argument("--out", type=Path, help="the JSON file (bench/out/scan-curves-*.json)")
     parser.add_argument(CHILD_FLAG, metavar="NODES:PODS", help=argparse.SUPPRESS)
+    parser.add_argument(EMIT_FLAG, metavar="NODES:PODS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.remedies = [r.strip() for r in args.remedies.split(",") if r.strip()]
     unknown = [r for r in args.remedies if r not in operator_scan.REMEDIES]
@@ -329,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     child = getattr(args, CHILD_FLAG.lstrip("-").replace("-", "_"))
     if child:
         return _child(child, args.remedies, args.scans)
+    emit = getattr(args, EMIT_FLAG.lstrip("-").replace("-", "_"))
+    if emit:
+        (nodes, pods), out = parse_sizes(emit)[0], sys.stdout.buffer
+        sys.stdout = sys.stderr  # nothing but the objects on the pipe
+        emit_population(nodes, pods, out)
+        return 0
     stamp = datetime.now(UTC)
     run: dict[str, Any] = {
         "started": stamp.isoformat(timespec="seconds"),
