@@ -31,6 +31,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -82,23 +83,54 @@ def fill(path: Path, *, freeze: bool = True) -> Filled:
 
 def fill_items(items: list[dict[str, Any]], *, freeze: bool = True) -> Filled:
     """The cache filled with `items` (emptied on the way) as listings fill it."""
+    pod = next(i for i in items if i.get("kind") == "Pod")
+
+    def popped() -> Iterator[dict[str, Any]]:
+        while items:
+            yield items.pop()
+
+    return fill_stream(popped(), freeze=freeze, pod=pod)
+
+
+def fill_stream(
+    items: Iterable[dict[str, Any]], *, freeze: bool = True, pod: dict[str, Any] | None = None
+) -> Filled:
+    """The cache filled with `items`, one at a time, as listings fill it; `pod` (a copy is
+    kept for `touch`) by default the first pod of `items`."""
     cache = ClusterCache()
-    pod = copy.deepcopy(next(i for i in items if i.get("kind") == "Pod"))
+    kept = copy.deepcopy(pod) if pod is not None else None
     keys: dict[str, set[tuple[str, str]]] = {k: set() for k in KINDS}
     for kind in KINDS:
         cache.begin_listing(kind)
-    while items:
-        item = items.pop()
+    for item in items:
         kind = item.get("kind")
         if kind in KINDS:
+            if kept is None and kind == "Pod":
+                kept = copy.deepcopy(item)
             keys[kind].add(cache.apply(kind, None, item))
     for kind, listed in keys.items():
         cache.end_listing(kind, listed)
     del items
+    if kept is None:
+        raise ValueError("no Pod among the objects")
     if freeze:
         gc.collect()
         gc.freeze()
-    return Filled(cache, pod)
+    return Filled(cache, kept)
+
+
+def fill_population(nodes: int, pods: int, *, freeze: bool = True) -> Filled:
+    """The cache filled with operator_scale.py's population (bench/population_objects.py)."""
+    import population_objects
+
+    return fill_items(list(population_objects.population(nodes, pods)), freeze=freeze)
+
+
+def touch(filled: Filled, mark: int) -> None:
+    """One pod's labels changed, delivered as a watch event: the cache hands out a new state,
+    so the next scan analyzes afresh. `mark` must differ from the last one."""
+    filled.pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(mark)
+    filled.cache.apply("Pod", "MODIFIED", filled.pod)
 
 
 def _policy(remedy: str) -> Any:
@@ -127,9 +159,11 @@ def one_scan(
     t0 = time.perf_counter()
     state = cache.snapshot()
     t1 = time.perf_counter()
+    cpu1 = time.process_time()
     result = scan(state, policy, now, memory.scan, memo=memory.cost_memo, analyses=memory.analyses)
     memory.scan = result.memory
     t2 = time.perf_counter()
+    times["pipeline_cpu"] = time.process_time() - cpu1
     job = operator_scan.Job(
         None,  # type: ignore[arg-type]  # no request is made
         cache,
@@ -157,6 +191,9 @@ def one_scan(
     times["patch_kb"] = len(body) / 1024
     times["violations"] = result.report.summary.violations
     times["planned"] = len(result.report.evictions)
+    times["moves"] = len(result.plan.moves)  # planned for this run
+    times["deferred"] = len(result.plan.deferred)  # planned for later runs
+    times["reused"] = float(memory.analyses.reused)  # the analysis of the scan before, reused
     return times
 
 
@@ -190,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         import population_objects
 
         nodes, pods = (int(n) for n in args.population.split(":"))
-        cache, some_pod = fill_items(list(population_objects.population(nodes, pods)))
+        filled = fill_population(nodes, pods)
         now = population_objects.POPULATED_AT
     else:
-        cache, some_pod = fill(args.cluster)
+        filled = fill(args.cluster)
         now = GENERATED_AT
+    cache = filled.cache
     pods = cache.count("Pod")
     print(
         f"cache filled: {pods} pods, {cache.count('Node')} nodes in "
@@ -209,8 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.scans):
         last = args.profile and i == args.scans - 1
         if args.touch:
-            some_pod["metadata"].setdefault("labels", {})["respread-bench/touched"] = str(i)
-            cache.apply("Pod", "MODIFIED", some_pod)
+            touch(filled, i)
         if last:
             profiler.enable()
         row = one_scan(cache, policy, memory, now + 30.0 * i)
