@@ -194,6 +194,7 @@ def one_scan(
     times["moves"] = len(result.plan.moves)  # planned for this run
     times["deferred"] = len(result.plan.deferred)  # planned for later runs
     times["reused"] = float(memory.analyses.reused)  # the analysis of the scan before, reused
+    times["plan_reused"] = float(memory.analyses.plan_reused)  # and its eviction plan
     return times
 
 
