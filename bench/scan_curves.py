@@ -9,7 +9,8 @@ then, for each remedy, scans a DryRun policy as `respread run` does (bench/opera
 
 - the first scan (analysis made afresh);
 - `--scans` scans with nothing changed: the cache hands out the same state object, so each
-  reuses the analysis of the scan before (the analysis memo) and plans again;
+  reuses the analysis of the scan before (the analysis memo) and its plan (no pod is younger
+  than the policy's minPodAge of 0 s and nothing was evicted: remedies/evict/clock.py);
 - `--scans` scans each after one pod's labels changed (a watch event, as operator_scan.py's
   `--touch`): each analyzes the whole cluster afresh.
 
