@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 
-from respread.analysis.groups import Analysis, Group, WorkloadRef, workload_of
+from respread.analysis.groups import Analysis, Group, Members, WorkloadRef, workload_of
 from respread.core.kernel import DomainSpace
 from respread.core.model import Node, Pod, Workload
 
@@ -121,6 +121,7 @@ class Facts:
         self._first_leaving: dict[tuple[DomainSpace, str], str | None] = {}
         self._earliest: dict[tuple[DomainSpace, str], float | None] = {}
         self._since: tuple[PreviousScan, list[str], list[str]] | None = None
+        self._live: dict[WorkloadRef, Counter[str]] = {}  # live_by_replica_set's answers
 
     @cached_property
     def leaving(self) -> Mapping[str, str]:
@@ -166,15 +167,25 @@ class Facts:
         }
 
     @cached_property
-    def live_by_replica_set(self) -> Mapping[WorkloadRef, Counter[str]]:
-        """Each workload's live pods per ReplicaSet (counted or not, bound to a known node)."""
-        out: dict[WorkloadRef, Counter[str]] = defaultdict(Counter)
+    def _members(self) -> Mapping[WorkloadRef, list[Members]]:
+        """Each workload's members, in the analysis's order."""
+        out: dict[WorkloadRef, list[Members]] = defaultdict(list)
         for m in self.analysis.members:
-            for pods in m.by_node.values():
-                for p in pods:
-                    if p.owner is not None and p.owner.kind == "ReplicaSet":
-                        out[m.workload][p.owner.name] += 1
+            out[m.workload].append(m)
         return out
+
+    def live_by_replica_set(self, w: WorkloadRef) -> Counter[str]:
+        """The workload's live pods per ReplicaSet (counted or not, bound to a known node);
+        counted when first asked: only violated groups' workloads are."""
+        live = self._live.get(w)
+        if live is None:
+            live = self._live[w] = Counter()
+            for m in self._members.get(w, ()):
+                for pods in m.by_node.values():
+                    for p in pods:
+                        if p.owner is not None and p.owner.kind == "ReplicaSet":
+                            live[p.owner.name] += 1
+        return live
 
     @cached_property
     def pods(self) -> Mapping[WorkloadRef, int]:
@@ -239,7 +250,7 @@ def _rolling_out(group: Group, facts: Facts) -> Attribution | None:
             Cause.ROLLING_UPDATE, f"pods come from {len(names)} ReplicaSets ({_named(names)})"
         )
     w = group.workload
-    live = facts.live_by_replica_set.get(w, Counter())
+    live = facts.live_by_replica_set(w)
     active = set(live)
     for rs in facts.replica_sets.get((w.namespace, w.name), ()) if w.kind == "Deployment" else ():
         if rs.replicas:

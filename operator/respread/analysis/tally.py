@@ -61,6 +61,8 @@ class SimCounts(WorkingCounts):
         self._wanted: dict[int, list[int]] = {}
         self._selected: dict[Members, tuple[bool, ...]] = {}
         self._rules: dict[tuple[Members, int | None], list[_RuleShape]] = {}
+        # judge's last answer for each, with its tables' stamps then (kept until they change)
+        self._judged: dict[tuple[Members, int | None], tuple[list[int], list[Rule]]] = {}
         self._counted_others: dict[Members, dict[int, list[Members]]] = {}
         self._members_by_label: dict[str, dict[tuple[str, str], list[Members]]] = {}
         self._violators: dict[Members, tuple[tuple[int, ...], tuple[int, Mapping[int, int]]]] = {}
@@ -71,6 +73,8 @@ class SimCounts(WorkingCounts):
         stamps, moved = self._stamps, self._moved.get(m)
         known = self._profile_tables.get(id(m.profile))  # tables(), inlined: asked every step
         tables = known[1] if known is not None else self.tables(m.profile)
+        if len(tables) == 1:  # most profiles have one constraint
+            return (0 if moved is None else moved.stamp, stamps.get(tables[0], 0))
         return (0 if moved is None else moved.stamp, *[stamps.get(t, 0) for t in tables])
 
     # ---- judging -----------------------------------------------------------------------
@@ -86,7 +90,8 @@ class SimCounts(WorkingCounts):
     def judge(self, m: Members, only: int | None = None) -> list[Rule]:
         """The members' rules, ready to run node by node over the counts as they stand now (a
         global minimum does not change while nodes are judged): this runs for every node of
-        every candidate workload after every step."""
+        every candidate workload after every step; the same list until their tables change,
+        not to be changed."""
         rules = self._rules.get((m, only))
         if rules is None:
             profile = m.profile
@@ -97,9 +102,16 @@ class SimCounts(WorkingCounts):
                 node_domain = tables[i].space.node_domain if selected[i] else {}
                 rules.append((self.index.rules(profile)[i], tables[i], node_domain))
             self._rules[(m, only)] = rules
-        return [
+        stamps = self._stamps
+        state = [stamps.get(table, 0) for _, table, _ in rules]
+        hit = self._judged.get((m, only))
+        if hit is not None and hit[0] == state:  # the same counts: the same ceilings
+            return hit[1]
+        judged = [
             (r.constraint, r.key, r.ceilings(table), node_domain) for r, table, node_domain in rules
         ]
+        self._judged[(m, only)] = (state, judged)
+        return judged
 
     def selected(self, m: Members) -> tuple[bool, ...]:
         """Whether each constraint's selector counts the members (one answer for all of them:

@@ -51,6 +51,16 @@ class LandingPredictor:
         self.ledger = CapacityLedger(nodes, pods)
         self.node_sets = NodeSets(nodes)
         self.require_fit = require_fit
+        self._ranks: dict[str, int] = {}  # node name -> its bit (bits, for a repeated name)
+        for rank, node in enumerate(self.node_sets.by_rank):
+            self._ranks[node.name] = self._ranks.get(node.name, 0) | 1 << rank
+        # the nodes holding as many pods as they may, kept as landings reserve and release
+        # room: ``land`` passes over them at once rather than asking each for its room
+        self._full = (
+            bits(r for r, n in enumerate(self.node_sets.by_rank) if self.ledger.full(n.name))
+            if require_fit
+            else 0
+        )
         self.not_ready = (
             bits(r for r, n in enumerate(self.node_sets.by_rank) if not n.ready)
             if ready_only
@@ -59,9 +69,17 @@ class LandingPredictor:
 
     def reserve(self, node: str, requests: Resources) -> None:
         self.ledger.reserve(node, requests)
+        self._refresh(node)
 
     def release(self, node: str, requests: Resources) -> None:
         self.ledger.release(node, requests)
+        self._refresh(node)
+
+    def _refresh(self, node: str) -> None:
+        """Whether ``node`` is full, after its room changed."""
+        if self.require_fit:
+            bit = self._ranks[node]
+            self._full = self._full | bit if self.ledger.full(node) else self._full & ~bit
 
     def land(
         self,
@@ -73,11 +91,14 @@ class LandingPredictor:
         """The node ``pod`` (a pod of ``profile``, ``tables`` its working counts, an evicted
         pod already taken out) is predicted to land on; or None and why."""
         candidates, refused = self._filtered(profile, tables, wanted, pod)
-        for _, bit, node, fit in self._preferred(profile, tables, wanted, candidates, pod):
+        full = candidates & self._full  # no room, whatever the pod requests
+        for _, bit, node, fit in self._preferred(profile, tables, wanted, candidates ^ full, pod):
             if not fit:
                 return node, ""
             why = "no room" if "full" in fit else "insufficient resources"
             refused[why] = refused.get(why, 0) | bit
+        if full:
+            refused["no room"] = refused.get("no room", 0) | full
         return None, f"no node would take the replacement ({self._refusal(refused) or 'no nodes'})"
 
     def admitted(
@@ -90,6 +111,7 @@ class LandingPredictor:
         """Every node ``pod`` may land on, with its score, best first (``land`` takes the
         first): what a caller weighing the scheduler's other choices reads."""
         candidates, _ = self._filtered(profile, tables, wanted, pod)
+        candidates &= ~self._full  # no room there, whatever the pod requests
         return [
             (score, node)
             for score, _, node, fit in self._preferred(profile, tables, wanted, candidates, pod)

@@ -82,6 +82,16 @@ class CapacityLedger:
             use = self._usage[node] = Usage(total, len(requests))
         return use
 
+    def full(self, node: str) -> bool:
+        """Whether the node holds as many pods as it may: no pod fits, whatever it requests
+        (``fit_reason``'s first refusal)."""
+        n = self._nodes[node]
+        if n.max_pods is None:
+            return False
+        use = self._usage.get(node)
+        pods = len(self._pending.get(node, ())) if use is None else use.pods
+        return pods + 1 > n.max_pods
+
     def free(self, node: str) -> Resources | None:
         alloc = self._nodes[node].allocatable
         return None if alloc is None else alloc - self.usage(node).requested

@@ -104,6 +104,41 @@ def test_reserved_room_sends_the_next_replacement_elsewhere() -> None:
     assert again is not None and again.name == "c1"
 
 
+def test_a_full_node_takes_nothing_until_room_is_released() -> None:
+    """A node holding its maxPods takes no replacement, whatever it requests, and counts as
+    "no room" in the refusal; reserving fills it, releasing opens it again."""
+    nodes = [
+        node("a1", zone="za"),
+        node("b1", zone="zb"),
+        replace(node("c1", zone="zc"), max_pods=1),
+        replace(node("c2", zone="zc"), allocatable=CPU, max_pods=10),
+    ]
+    predictor, tables, index, victim = predict(nodes, {"a1": 4, "b1": 2}, cpu=600)
+    profile = index.profile_of(victim)
+
+    def admitted() -> list[str]:
+        return [n.name for _, n in predictor.admitted(profile, tuple(tables), [0], victim)]
+
+    first, _ = predictor.land(profile, tuple(tables), [0], victim)
+    assert first is not None and first.name == "c1"
+    assert admitted() == ["c1", "c2"]
+    predictor.reserve("c1", victim.spec.requests)  # c1 now holds its one pod
+    second, _ = predictor.land(profile, tuple(tables), [0], victim)
+    assert second is not None and second.name == "c2"
+    assert admitted() == ["c2"]
+    predictor.reserve("c2", victim.spec.requests)  # c2 has 400m left
+    third, why = predictor.land(profile, tuple(tables), [0], victim)
+    assert third is None
+    assert why == (
+        "no node would take the replacement (topology spread: 2 node(s); "
+        "no room: 1 node(s); insufficient resources: 1 node(s))"
+    )
+    assert admitted() == []
+    predictor.release("c1", victim.spec.requests)
+    again, _ = predictor.land(profile, tuple(tables), [0], victim)
+    assert again is not None and again.name == "c1"
+
+
 def test_passing_is_the_kernel_rule_node_by_node() -> None:
     predictor, tables, index, victim = predict(ZONES, {"a1": 3, "b1": 1, "c2": 1})
     profile = index.profile_of(victim)

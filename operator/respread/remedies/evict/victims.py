@@ -11,7 +11,7 @@ break, whose own move mends it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from respread.analysis.groups import Members
 from respread.analysis.tally import SimCounts, failing
@@ -36,28 +36,23 @@ def candidates(
     found = []
     judge = counts.judge(m)
     node_labels = counts.node_labels
+    single = len(judge) == 1
+    # each rule's key, its domains' counts and global minimum: read once, not once per node
+    crowding = [(key, ceilings.counts, ceilings.global_min) for _, key, ceilings, _ in judge]
     for node_name, pods, verdict in counts.misplaced(m):
-        labels = node_labels[node_name]
-        live = [
-            p
-            for p in pods
-            if (p.namespace, p.name) not in moved
-            and (
-                (skip := skipped.get((p.namespace, p.name))) is None
-                or (refused_too and skip.kind.for_the_counts)
-            )
-        ]
+        live = _live(pods, moved, skipped, refused_too)
         if not live:
             continue
+        labels = node_labels[node_name]
         excess = 0
         keyless = False  # on a node without a key: every fix moves the pod
-        for _, key, ceilings, _ in judge:
+        for key, domain_counts, global_min in crowding:
             value = labels.get(key)
             if value is None:
                 keyless = True
             else:
-                excess = max(excess, ceilings.counts.get(value, 0) - ceilings.global_min)
-        broken = 1 if len(judge) == 1 else len(failing(judge, labels, node_name))
+                excess = max(excess, domain_counts.get(value, 0) - global_min)
+        broken = 1 if single else len(failing(judge, labels, node_name))
         crowd = len(pods)
         for pod in live:
             found.append(
@@ -77,8 +72,33 @@ def candidates(
                     ),
                 )
             )
-    found.sort(key=lambda item: item[2])
+    found.sort(key=_victim_order)
     return [(pod, verdict) for pod, verdict, _ in found]
+
+
+def _victim_order(item: tuple[Pod, tuple[int, bool], tuple[object, ...]]) -> tuple[object, ...]:
+    return item[2]
+
+
+def _live(
+    pods: Sequence[Pod],
+    moved: set[PodName],
+    skipped: Mapping[PodName, Skip],
+    refused_too: bool,
+) -> list[Pod]:
+    """The pods neither moved nor skipped (but for ``refused_too``, those refused only for
+    what the counts were)."""
+    if not moved and not skipped:
+        return list(pods)
+    live = []
+    for p in pods:
+        name = (p.namespace, p.name)
+        if name in moved:
+            continue
+        skip = skipped.get(name)
+        if skip is None or (refused_too and skip.kind.for_the_counts):
+            live.append(p)
+    return live
 
 
 def foreign(
