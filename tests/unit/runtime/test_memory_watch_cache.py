@@ -206,3 +206,40 @@ def test_a_snapshot_is_the_same_state_object_until_a_kept_record_changes(
     first = cache.snapshot()
     after(cache)
     assert (cache.snapshot() is not first) is new
+
+
+def test_the_scan_log_says_what_an_unchanged_cluster_reused(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A second scan of the same cache reuses the analysis and, the policy's minPodAge past
+    for every pod and nothing evicted, the plan (remedies/evict/clock.py); the log says so."""
+    monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: None)
+    monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
+    policy = parse_policy(
+        {
+            "apiVersion": "respread.io/v1alpha1",
+            "kind": "RebalancePolicy",
+            "metadata": {"name": "p", "generation": 1},
+            "spec": {"schedule": {"interval": "10s"}, "eviction": {"minPodAge": "0s"}},
+        }
+    )
+    cache = ClusterCache()
+    for w in WATCHED:
+        keys = {cache.apply("Pod", None, pod("a", "10"))} if w.kind == "Pod" else set()
+        cache.end_listing(w.kind, keys)
+    memory = PolicyMemory()
+    clock = [1.8e9]
+    monkeypatch.setattr(
+        scan_module, "time", SimpleNamespace(time=lambda: clock[0], monotonic=lambda: 0.0)
+    )
+    notes = []
+    for now in (1.8e9, 1.8e9 + 30):
+        clock[0] = now
+        caplog.clear()
+        with caplog.at_level("INFO", logger="respread.runtime.scan"):
+            assert asyncio.run(scan_module.run_scan(API, cache, policy, memory)) is True
+        (line,) = [m for r in caplog.records if "RebalancePolicy p (" in (m := r.getMessage())]
+        notes.append(line.partition(" evicted; ")[2])
+    reused = "the cluster unchanged since the last scan: its analysis and plan reused"
+    assert "reused" not in notes[0]
+    assert notes[1].endswith(f"; {reused}")
