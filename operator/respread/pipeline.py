@@ -19,6 +19,8 @@ the workloads the memory holds back are.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,7 +28,13 @@ from typing import Any
 from respread.analysis.causes import Attribution, CauseKey, PreviousScan
 from respread.analysis.coverage import coverage_of
 from respread.analysis.domain_memory import NO_DOMAINS, DomainMemory, DomainView, remember
-from respread.analysis.groups import Analysis, WorkloadRef, analyze, build_index
+from respread.analysis.groups import (
+    Analysis,
+    WorkloadRef,
+    analysis_reads,
+    analyze,
+    build_index,
+)
 from respread.analysis.outage_holds import held_by_outages
 from respread.analysis.pending import pending_pods
 from respread.core.collector import gc_paused
@@ -126,14 +134,56 @@ class Memory:
 
 NO_MEMORY = Memory()
 
+_Domains = Mapping[str, frozenset[str]] | None  # KEP-5980's outage domains, or none
+_Planned = tuple[float, RebalancePolicy, dict[WorkloadRef, float], dict[WorkloadRef, str]]
+
+
+class SharedAnalyses:
+    """The latest analysis for each distinct way of analyzing (``analysis_reads``), shared by
+    the operator's policies: several policies over the same namespaces with the same
+    constraint settings (one per remedy, or a DryRun beside an Enforce) analyze a state once
+    between them, and hold one analysis, not one each. Held weakly: an analysis lives as long
+    as a policy's memo holds it. Policies scan in worker threads, hence the lock; two that miss
+    at once both analyze, and either result is exact."""
+
+    __slots__ = ("_entries", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (what the analysis read of the policy, the outage domains, the analysis)
+        self._entries: list[tuple[tuple[object, ...], _Domains, weakref.ref[Analysis]]] = []
+
+    def get(
+        self, reads: tuple[object, ...], domains: _Domains, state: ClusterState
+    ) -> Analysis | None:
+        """The analysis of ``state`` (the same object) made with these, or None."""
+        with self._lock:
+            for r, d, ref in self._entries:
+                analysis = ref()
+                if (
+                    analysis is not None
+                    and analysis.index.state is state
+                    and (r, d) == (reads, domains)
+                ):
+                    return analysis
+        return None
+
+    def put(self, reads: tuple[object, ...], domains: _Domains, analysis: Analysis) -> None:
+        """The newest analysis for ``reads``: the one before it, and those freed, dropped."""
+        with self._lock:
+            kept = [e for e in self._entries if e[2]() is not None and e[0] != reads]
+            self._entries = [*kept, (reads, domains, weakref.ref(analysis))]
+
 
 class AnalysisMemo:
-    """The last scan's analysis and eviction plan, reused by a scan of the same state under the
-    same policy and the same outage domains. The analysis is a pure function of those three (it
-    reads no clock), so its reuse is exact. The state is compared by identity: the operator's
+    """The last scan's analysis and eviction plan. The analysis is reused by a scan of the same
+    state with the same outage domains, under a policy that reads the same (``analysis_reads``:
+    the namespaces it selects, its constraint settings). It is a pure function of those three
+    (it reads no clock), so its reuse is exact. The state is compared by identity: the operator's
     watch cache hands out one snapshot object until a record it keeps changes
     (runtime/cache.py), so a cluster that did not change is analyzed once. Any change, one pod,
-    and the next scan analyzes the whole cluster again.
+    and the next scan analyzes the whole cluster again, unless another policy that reads the
+    same of its policy (``analysis_reads``) already analyzed that state (``shared``).
 
     The plan of a reused analysis is reused too when the history and holds it was planned with
     are the same and it was made at an instant the clock no longer changes it from
@@ -145,44 +195,55 @@ class AnalysisMemo:
         "_domains",
         "_plan",
         "_planned",
-        "_policy",
+        "_reads",
+        "_shared",
         "_state",
+        "from_shared",
         "plan_reused",
         "reused",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedAnalyses | None = None) -> None:
         self.reused = False  # whether the last scan reused the analysis before it
-        self.plan_reused = False  # and its plan
+        self.from_shared = False  # or took the one another policy made of its state
+        self.plan_reused = False  # and the plan before it
+        self._shared = shared
         self._state: ClusterState | None = None
-        self._policy: RebalancePolicy | None = None
-        self._domains: Mapping[str, frozenset[str]] | None = None
+        self._reads: tuple[object, ...] = ()  # what the analysis read of its policy
+        self._domains: _Domains = None
         self._analysis: Analysis | None = None
         self._plan: Plan | None = None
-        # what the plan was made from beside the analysis: when, the history, the holds
-        self._planned: tuple[float, dict[WorkloadRef, float], dict[WorkloadRef, str]] | None
-        self._planned = None
+        # what the plan was made from beside the analysis: when, the policy, history, holds
+        self._planned: _Planned | None = None
 
     def analysis(
         self,
         state: ClusterState,
         policy: RebalancePolicy,
-        domains: Mapping[str, frozenset[str]] | None,
+        domains: _Domains,
     ) -> Analysis:
         """The analysis of ``state`` under ``policy`` with ``domains`` (KEP-5980: the outage
         domains, which count toward minDomains only): remembered, or made and remembered."""
-        if (
-            self._analysis is not None
+        reads = analysis_reads(policy)
+        last = self._analysis
+        self.reused = (
+            last is not None
             and self._state is state
-            and self._policy == policy
+            and self._reads == reads
             and self._domains == domains
-        ):
-            self.reused = True
-            return self._analysis
-        self.reused = False
+        )
+        if self.reused:
+            assert last is not None
+            self.from_shared = False
+            return last
         self._analysis = self._plan = self._planned = None  # freed before the new one is made
-        found = analyze(state, policy, build_index(state, policy, domains))
-        self._state, self._policy, self._domains, self._analysis = state, policy, domains, found
+        found = self._shared.get(reads, domains, state) if self._shared is not None else None
+        self.from_shared = found is not None
+        if found is None:
+            found = analyze(state, policy, build_index(state, policy, domains))
+            if self._shared is not None:
+                self._shared.put(reads, domains, found)
+        self._state, self._reads, self._domains, self._analysis = state, reads, domains, found
         return found
 
     def plan(
@@ -200,10 +261,10 @@ class AnalysisMemo:
             last is not None
             and planned is not None
             and analysis is self._analysis
-            and policy == self._policy
             and planned[0] <= now
-            and planned[1] == history
-            and planned[2] == held
+            and planned[1] == policy
+            and planned[2] == history
+            and planned[3] == held
         )
         if self.plan_reused:
             assert last is not None
@@ -211,7 +272,7 @@ class AnalysisMemo:
         self._plan = self._planned = None
         made = plan(analysis, policy, now=now, history=history, held=held)
         if analysis is self._analysis and settled(analysis.index.state.pods, policy, now, history):
-            self._plan, self._planned = made, (now, dict(history), dict(held))
+            self._plan, self._planned = made, (now, policy, dict(history), dict(held))
         return made
 
 

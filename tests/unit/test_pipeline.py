@@ -3,19 +3,27 @@ with it: causes carried, violations known, workloads held back."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 
 import pytest
 
 from respread.analysis.causes import Attribution, Cause
-from respread.analysis.groups import WorkloadRef
-from respread.core.model import OwnerRef, Pod
-from respread.inputs.policy import DEFAULT_POLICY, Mode
-from respread.pipeline import NO_MEMORY, AnalysisMemo, Memory, scan
+from respread.analysis.groups import Analysis, WorkloadRef, analysis_reads, analyze
+from respread.core.model import OwnerRef, Pod, When
+from respread.inputs.policy import (
+    DEFAULT_POLICY,
+    Mode,
+    OutageSettings,
+    RebalancePolicy,
+    RemediationSettings,
+    Selection,
+)
+from respread.pipeline import NO_MEMORY, AnalysisMemo, Memory, SharedAnalyses, scan
 from respread.remedies.evict.history import PACING, EvictionHistory
 from respread.remedies.evict.ledger import Recorded, key_of, render_entries
 from respread.report.model import Report
-from tests.support.builders import WEB, hard, node, pod, sel, state
+from tests.support.builders import WEB, hard, node, pod, sel, soft, state
 
 ZONE = "zone"
 NODES = (node("a1", zone="a"), node("b1", zone="b"), node("c1", zone="c"))
@@ -162,7 +170,7 @@ def test_the_memory_of_a_status_is_the_operators() -> None:
 def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> None:
     """The operator's analysis memo: reused for the same state object under the same policy,
     with the same report as a scan that analyzes afresh; made again for another state object
-    (even an equal one) or another policy."""
+    (even an equal one) or a policy that reads otherwise (analysis_reads)."""
     analyses = AnalysisMemo()
     first = scan(AFTER, DEFAULT_POLICY, NOW, analyses=analyses)
     again = scan(AFTER, DEFAULT_POLICY, NOW + 60, first.memory, analyses=analyses)
@@ -176,7 +184,7 @@ def test_an_unchanged_state_is_analyzed_once_and_scans_as_a_fresh_analysis() -> 
     rebuilt = state(NODES, web({"a": 3, "b": 1, "c": 1}))
     assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not first.analysis
     assert not analyses.reused
-    other = replace(DEFAULT_POLICY, name="other")
+    other = replace(DEFAULT_POLICY, selection=Selection(exclude_namespaces=frozenset()))
     latest = scan(rebuilt, other, NOW, analyses=analyses).analysis
     assert scan(rebuilt, other, NOW, analyses=analyses).analysis is latest
     assert scan(rebuilt, DEFAULT_POLICY, NOW, analyses=analyses).analysis is not latest
@@ -230,3 +238,84 @@ def test_a_plan_is_not_reused_for_other_holds_or_another_analysis() -> None:
     other = scan(state(NODES, web({"a": 3, "b": 1, "c": 1})), DEFAULT_POLICY, NOW).analysis
     analyses.plan(other, DEFAULT_POLICY, NOW + 2, {}, {})
     assert not analyses.plan_reused
+
+
+def _summary(analysis: Analysis) -> list[tuple[object, ...]]:
+    return [
+        (g.workload, g.constraint.key, tuple(sorted(g.counts.items())), g.skew, g.violating)
+        for g in analysis.groups
+    ]
+
+
+MIXED = state(
+    NODES,
+    [
+        *web({"a": 3, "b": 1, "c": 1}),
+        *[replace(p, namespace="kube-system") for p in web({"a": 2, "b": 0, "c": 1}, "dns")],
+        *[replace(p, created=NOW - 10) for p in web({"a": 1, "b": 1, "c": 3}, "api")],
+        *[
+            replace(p, spec=replace(p.spec, constraints=(soft(ZONE, sel(app="jobs")),)))
+            for p in web({"a": 4, "b": 0, "c": 1}, "jobs")
+        ],
+    ],
+)
+ANY = frozenset({When.DO_NOT_SCHEDULE, When.SCHEDULE_ANYWAY})
+EVERY_NAMESPACE = Selection(exclude_namespaces=frozenset())
+# policies that read what DEFAULT_POLICY reads (analysis_reads), and some that do not
+SAME_READS = [
+    replace(DEFAULT_POLICY, name="enforce", mode=Mode.ENFORCE, generation=7),
+    replace(DEFAULT_POLICY, eviction=replace(DEFAULT_POLICY.eviction, max_per_run=1)),
+    replace(DEFAULT_POLICY, selection=replace(DEFAULT_POLICY.selection, pod_selector=WEB)),
+    replace(DEFAULT_POLICY, remediation=RemediationSettings(evict=False)),
+    replace(DEFAULT_POLICY, outages=OutageSettings(grace_period=1.0)),
+]
+OTHER_READS = [
+    replace(DEFAULT_POLICY, selection=EVERY_NAMESPACE),
+    replace(
+        DEFAULT_POLICY, constraints=replace(DEFAULT_POLICY.constraints, when_unsatisfiable=ANY)
+    ),
+]
+
+
+@pytest.mark.parametrize("other", SAME_READS)
+def test_policies_that_read_the_same_share_one_analysis_of_a_state(other: RebalancePolicy) -> None:
+    """Whatever else differs (mode, caps, pod selector, remedies, outages), a policy that reads
+    what another reads of its policy (analysis_reads) gets the analysis that one made of the
+    same state, and scans as it would alone; another state is analyzed again."""
+    assert analysis_reads(other) == analysis_reads(DEFAULT_POLICY)
+    assert _summary(analyze(MIXED, other)) == _summary(analyze(MIXED, DEFAULT_POLICY))
+    shared = SharedAnalyses()
+    first, second = AnalysisMemo(shared), AnalysisMemo(shared)
+    made = scan(MIXED, DEFAULT_POLICY, NOW, analyses=first).analysis
+    result = scan(MIXED, other, NOW, analyses=second)
+    assert result.analysis is made and second.from_shared and not second.reused
+    alone = scan(MIXED, other, NOW)
+    assert result.report == alone.report
+    assert (result.plan.moves, result.plan.skipped) == (alone.plan.moves, alone.plan.skipped)
+    again = scan(MIXED, other, NOW + 1, analyses=second)
+    assert again.analysis is made and second.reused and not second.from_shared
+    rebuilt = state(NODES, list(MIXED.pods))
+    assert scan(rebuilt, other, NOW, analyses=second).analysis is not made
+    assert not (second.reused or second.from_shared)
+
+
+@pytest.mark.parametrize("other", OTHER_READS)
+def test_policies_that_read_otherwise_analyze_for_themselves(other: RebalancePolicy) -> None:
+    assert analysis_reads(other) != analysis_reads(DEFAULT_POLICY)
+    assert _summary(analyze(MIXED, other)) != _summary(analyze(MIXED, DEFAULT_POLICY))
+    shared = SharedAnalyses()
+    made = scan(MIXED, DEFAULT_POLICY, NOW, analyses=AnalysisMemo(shared)).analysis
+    memo = AnalysisMemo(shared)
+    assert scan(MIXED, other, NOW, analyses=memo).analysis is not made
+    assert not memo.from_shared
+
+
+def test_a_shared_analysis_lives_only_as_long_as_a_policys_memo_holds_it() -> None:
+    shared = SharedAnalyses()
+    memo = AnalysisMemo(shared)
+    scan(MIXED, DEFAULT_POLICY, NOW, analyses=memo)
+    del memo
+    gc.collect()
+    later = AnalysisMemo(shared)
+    scan(MIXED, DEFAULT_POLICY, NOW, analyses=later)
+    assert not later.from_shared

@@ -132,6 +132,19 @@ def namespace_selected(
     return True
 
 
+def analysis_reads(policy: RebalancePolicy) -> tuple[object, ...]:
+    """All that the analysis reads of a policy (``namespace_selected``, ``build_index``,
+    ``wanted``): the namespaces it selects and its constraint settings. Policies equal in
+    these get the same analysis of the same state, whatever they remedy and however."""
+    sel = policy.selection
+    return (
+        sel.include_namespaces,
+        sel.exclude_namespaces,
+        sel.namespace_selector,
+        policy.constraints,
+    )
+
+
 def build_index(
     state: ClusterState,
     policy: RebalancePolicy,

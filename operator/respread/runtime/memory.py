@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respread.analysis.groups import WorkloadRef
-from respread.pipeline import AnalysisMemo, Memory
+from respread.pipeline import AnalysisMemo, Memory, SharedAnalyses
 from respread.remedies.cost.memo import CostMemo
 from respread.report.model import WorkloadHistory
 
@@ -36,12 +36,16 @@ class PolicyMemory:
     analyses: AnalysisMemo = field(default_factory=AnalysisMemo, compare=False, repr=False)
 
     @classmethod
-    def from_status(cls, status: Mapping[str, Any] | None) -> PolicyMemory:
-        """The memory a policy's status holds (empty for a policy never scanned)."""
+    def from_status(
+        cls, status: Mapping[str, Any] | None, shared: SharedAnalyses | None = None
+    ) -> PolicyMemory:
+        """The memory a policy's status holds (empty for a policy never scanned); ``shared``:
+        the analyses the operator's policies share (pipeline.SharedAnalyses)."""
+        analyses = AnalysisMemo(shared)
         if not status:
-            return cls()
+            return cls(analyses=analyses)
         # `since`, transitions, Events already posted come from the status last written
-        return cls(Memory.from_status(status), previous_status=dict(status))
+        return cls(Memory.from_status(status), previous_status=dict(status), analyses=analyses)
 
     def histories(self) -> list[WorkloadHistory]:
         """Every workload this memory knows something about (for `status.cooldowns`)."""

@@ -49,6 +49,7 @@ from respread.kube.client import (
     with_timeouts,
 )
 from respread.kube.writer import patch_status
+from respread.pipeline import SharedAnalyses
 from respread.remedies.cost.release import NOT_DELETING, RELEASE_INTERVAL, Lifecycle, lifecycle_of
 from respread.report.contract import conditions_status_json
 from respread.report.model import (
@@ -113,6 +114,7 @@ class App:
     cache: ClusterCache = field(default_factory=ClusterCache)
     policies: dict[str, tuple[RebalancePolicy, str | None]] = field(default_factory=dict)
     memories: dict[str, PolicyMemory] = field(default_factory=dict)
+    analyses: SharedAnalyses = field(default_factory=SharedAnalyses)  # shared by the policies
     statuses: dict[str, dict[str, Any]] = field(default_factory=dict)  # as last watched
     scheduler: AsyncIOScheduler | None = None
     started: float = field(default_factory=time.monotonic)
@@ -249,7 +251,8 @@ class App:
         policy, uid = entry
         memory = self.memories.get(name)
         if memory is None:  # first scan since start or election: what the status says
-            memory = self.memories[name] = PolicyMemory.from_status(self.statuses.get(name))
+            status = self.statuses.get(name)
+            memory = self.memories[name] = PolicyMemory.from_status(status, self.analyses)
         guard = self.scans[name] = ScanGuard(
             self.bounds.scan, self.cache, self.heartbeat, acting=self.acting
         )

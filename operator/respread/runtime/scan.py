@@ -446,7 +446,9 @@ def _log_scan(job: Job, state: ClusterState, result: Scan, acted: Acted, started
 
 
 def _reuse_note(analyses: AnalysisMemo) -> str:
-    """What the scan took from the last one, for its log line."""
+    """What the scan took from the last one, or from another policy's, for its log line."""
+    if analyses.from_shared:
+        return "; the analysis another policy's scan made of this cluster reused"
     if not analyses.reused:
         return ""
     what = "analysis and plan" if analyses.plan_reused else "analysis"
