@@ -382,12 +382,15 @@ def _misplaced_after(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> int:
     return misplaced
 
 
-def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int, list[Pod]]:
     """The longest run of removals found that keeps every check within maxSkew (complete
-    when one exists and the budget allows), and the removals tried; the simulation is left as
-    it was found."""
+    when one exists and the budget allows), the removals tried, and the run's pods when the
+    search ends on it: then they are left removed (taken from the buckets and the simulation),
+    as replaying the run would leave them; otherwise (no pods) the simulation is left as it was
+    found."""
     best: list[int] = []
     path: list[int] = []
+    taken: list[Pod] = []  # the pods of ``path``
     dead: set[tuple[int, ...]] = set()
     stack = [_candidates(sim, buckets)]
     steps = 0
@@ -398,6 +401,7 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
             stack.pop()
             if path:
                 sim.restore(buckets.give_back(path.pop()))
+                taken.pop()
             continue
         b = moves.pop(0)
         pod = buckets.take(b)
@@ -406,14 +410,17 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
             buckets.give_back(b)
             continue
         path.append(b)
+        taken.append(pod)
         if len(path) > len(best):
             best = list(path)
             if not buckets.remaining:
                 break
         stack.append(_candidates(sim, buckets))
+    if path and path == best:
+        return best, steps, taken
     while path:
         sim.restore(buckets.give_back(path.pop()))
-    return best, steps
+    return best, steps, []
 
 
 def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
@@ -434,9 +441,10 @@ def removal_order(sim: _ScaleIn, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
     out: list[tuple[Pod, bool]] = []
     while buckets.remaining:
         # once the budget is spent, the least harmful removal is also the greedy safe one
-        run, tried = _search(sim, buckets, budget) if budget > 0 else ([], 0)
+        run, tried, kept = _search(sim, buckets, budget) if budget > 0 else ([], 0, [])
         budget -= tried
-        for b in run:
+        out.extend((pod, True) for pod in kept)  # the run, left removed by the search
+        for b in run[len(kept) :]:
             pod = buckets.take(b)
             sim.remove(pod)
             out.append((pod, True))
