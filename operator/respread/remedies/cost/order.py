@@ -320,8 +320,21 @@ class _Buckets:
 
     def open(self) -> list[int]:
         """The buckets the next removal may come from: those of the lowest tier left."""
-        lowest = min((self.keys[b][0] for b, n in enumerate(self.left) if n), default=None)
-        return [b for b, n in enumerate(self.left) if n and self.keys[b][0] == lowest]
+        # the keys are sorted by tier: the lowest tier left is the first non-empty bucket's,
+        # and its buckets follow it up to the next tier
+        left, keys = self.left, self.keys
+        found: list[int] = []
+        lowest = None
+        for b, n in enumerate(left):
+            if lowest is None:
+                if n:
+                    lowest = keys[b][0]
+                    found.append(b)
+            elif keys[b][0] != lowest:
+                break
+            elif n:
+                found.append(b)
+        return found
 
     def take(self, b: int) -> Pod:
         pod = self.pods[b][len(self.pods[b]) - self.left[b]]
