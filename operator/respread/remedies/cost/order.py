@@ -44,7 +44,7 @@ from respread.analysis.groups import Analysis, Members, WorkloadRef, workload_of
 from respread.analysis.whatif import GroupCheck, WorkingCounts
 from respread.core.annotations import DELETION_COST, FIELD_MANAGER
 from respread.core.limits import few_named
-from respread.core.model import Labels, Node, Pod, PodName
+from respread.core.model import Labels, Node, Op, Pod, PodName
 from respread.inputs.policy import DeletionCostSettings
 from respread.remedies.cost.memo import CostMemo, Remembered, ScanKeys
 from respread.remedies.cost.owner import Ownership
@@ -136,6 +136,50 @@ class CostPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class _Counters:
+    """A namespace's groups, as positions (member, constraint), that another workload's pods
+    can be counted in: the balanced hard constraints with a selector. Each is filed under the
+    (key, value) pairs its first In requirement accepts (a label set without one of them cannot
+    match it), or, without an In requirement, among those asked of every label set."""
+
+    by_label: Mapping[tuple[str, str], tuple[tuple[int, int], ...]]
+    unfiled: tuple[tuple[int, int], ...]
+    by_workload: Mapping[WorkloadRef, tuple[int, ...]]  # each workload's members, by position
+
+    @classmethod
+    def of(cls, members: Sequence[Members], balanced: frozenset[tuple[Members, int]]) -> _Counters:
+        by_label: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        unfiled: list[tuple[int, int]] = []
+        by_workload: dict[WorkloadRef, list[int]] = defaultdict(list)
+        for j, m in enumerate(members):
+            by_workload[m.workload].append(j)
+            for i, c in enumerate(m.profile.constraints):
+                if not c.hard or c.selector is None or (m, i) not in balanced:
+                    continue
+                needed = next((r for r in c.selector.requirements if r.op is Op.IN), None)
+                if needed is None:
+                    unfiled.append((j, i))
+                else:
+                    for value in dict.fromkeys(needed.values):
+                        by_label[(needed.key, value)].append((j, i))
+        return cls(
+            {k: tuple(v) for k, v in by_label.items()},
+            tuple(unfiled),
+            {w: tuple(js) for w, js in by_workload.items()},
+        )
+
+    def asked(self, labels: Labels) -> set[tuple[int, int]]:
+        """The groups whose selector may count pods with these labels."""
+        found = set(self.unfiled)
+        by_label = self.by_label
+        for item in labels.items():
+            filed = by_label.get(item)
+            if filed is not None:
+                found.update(filed)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
 class _Context:
     """What every ReplicaSet's simulation reads: the analysis, by namespace, and the scan's
     working counts (each ReplicaSet's removals are undone before the next one's)."""
@@ -144,17 +188,20 @@ class _Context:
     counts: WorkingCounts
     members_by_namespace: Mapping[str, tuple[Members, ...]]
     balanced: frozenset[tuple[Members, int]]  # (members, constraint) of balanced groups
+    counters: Mapping[str, _Counters]  # by namespace
 
     @classmethod
     def of(cls, analysis: Analysis) -> _Context:
         by_namespace: dict[str, list[Members]] = defaultdict(list)
         for m in analysis.members:
             by_namespace[m.profile.namespace].append(m)
+        balanced = frozenset((g.members, g.index) for g in analysis.groups if not g.violating)
         return cls(
             analysis,
             WorkingCounts(analysis),
             {ns: tuple(ms) for ns, ms in by_namespace.items()},
-            frozenset((g.members, g.index) for g in analysis.groups if not g.violating),
+            balanced,
+            {ns: _Counters.of(ms, balanced) for ns, ms in by_namespace.items()},
         )
 
 
@@ -177,12 +224,18 @@ class _ScaleIn:
         self.own: list[tuple[Members, int]] = []  # the workload's groups
         self.holder: dict[PodName, Members] = {}  # the members holding each pod
         self._marks: list[int] = []
-        for m in context.members_by_namespace.get(workload.namespace, ()):
+        members = context.members_by_namespace.get(workload.namespace, ())
+        counters = context.counters.get(workload.namespace)
+        counted = self._counted(members, counters, by_labels) if counters else set()
+        ours = counters.by_workload.get(workload, ()) if counters else ()
+        # the members in their order, as every member was visited: the others add nothing
+        for j in sorted({*ours, *(j for j, _ in counted)}):
+            m = members[j]
             own = m.workload == workload and any(
                 (p.namespace, p.name) in names for on_node in m.by_node.values() for p in on_node
             )
             for i, c in enumerate(m.profile.constraints):
-                if not c.hard or not (own or self._counts_ours(context, m, i, by_labels)):
+                if not c.hard or not (own or (j, i) in counted):
                     continue
                 self.checks.append(counts.check(m, i))
                 if own:
@@ -194,24 +247,26 @@ class _ScaleIn:
         # a node -> how far above the global minimum its domains are, over the own constraints
         self.crowded = counts.crowding(self.own)
 
-    def _counts_ours(
+    def _counted(
         self,
-        context: _Context,
-        m: Members,
-        constraint: int,
+        members: Sequence[Members],
+        counters: _Counters,
         by_labels: Mapping[int, tuple[Labels, list[Pod]]],
-    ) -> bool:
-        """Whether another workload's group was balanced and its selector counts these pods
-        (index.counts_pod, asked once per label set: the pods are in the namespace and live)."""
-        if (m, constraint) not in context.balanced:
-            return False
-        selector = m.profile.constraints[constraint].selector
-        eligible = self.index.space(m.profile, constraint).node_domain
-        return any(
-            self.index.counts_pod(selector, labels, remember=False)
-            and any(p.node_name in eligible for p in same)
-            for labels, same in by_labels.values()
-        )
+    ) -> set[tuple[int, int]]:
+        """The (member, constraint) of other workloads' groups that were balanced and whose
+        selector counts these pods on a node eligible to it (index.counts_pod, asked once per
+        label set and group: the pods are in the namespace and live)."""
+        counted: set[tuple[int, int]] = set()
+        for labels, same in by_labels.values():
+            for j, i in counters.asked(labels) - counted:
+                m = members[j]
+                selector = m.profile.constraints[i].selector
+                if not self.index.counts_pod(selector, labels, remember=False):
+                    continue
+                eligible = self.index.space(m.profile, i).node_domain
+                if any(p.node_name in eligible for p in same):
+                    counted.add((j, i))
+        return counted
 
     def remove(self, pod: Pod) -> None:
         """Take ``pod`` out (an unbound pod is counted nowhere: nothing changes)."""
@@ -265,8 +320,21 @@ class _Buckets:
 
     def open(self) -> list[int]:
         """The buckets the next removal may come from: those of the lowest tier left."""
-        lowest = min((self.keys[b][0] for b, n in enumerate(self.left) if n), default=None)
-        return [b for b, n in enumerate(self.left) if n and self.keys[b][0] == lowest]
+        # the keys are sorted by tier: the lowest tier left is the first non-empty bucket's,
+        # and its buckets follow it up to the next tier
+        left, keys = self.left, self.keys
+        found: list[int] = []
+        lowest = None
+        for b, n in enumerate(left):
+            if lowest is None:
+                if n:
+                    lowest = keys[b][0]
+                    found.append(b)
+            elif keys[b][0] != lowest:
+                break
+            elif n:
+                found.append(b)
+        return found
 
     def take(self, b: int) -> Pod:
         pod = self.pods[b][len(self.pods[b]) - self.left[b]]
@@ -327,12 +395,15 @@ def _misplaced_after(sim: _ScaleIn, buckets: _Buckets, pod: Pod) -> int:
     return misplaced
 
 
-def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int]:
+def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], int, list[Pod]]:
     """The longest run of removals found that keeps every check within maxSkew (complete
-    when one exists and the budget allows), and the removals tried; the simulation is left as
-    it was found."""
+    when one exists and the budget allows), the removals tried, and the run's pods when the
+    search ends on it: then they are left removed (taken from the buckets and the simulation),
+    as replaying the run would leave them; otherwise (no pods) the simulation is left as it was
+    found."""
     best: list[int] = []
     path: list[int] = []
+    taken: list[Pod] = []  # the pods of ``path``
     dead: set[tuple[int, ...]] = set()
     stack = [_candidates(sim, buckets)]
     steps = 0
@@ -343,6 +414,7 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
             stack.pop()
             if path:
                 sim.restore(buckets.give_back(path.pop()))
+                taken.pop()
             continue
         b = moves.pop(0)
         pod = buckets.take(b)
@@ -351,14 +423,17 @@ def _search(sim: _ScaleIn, buckets: _Buckets, budget: int) -> tuple[list[int], i
             buckets.give_back(b)
             continue
         path.append(b)
+        taken.append(pod)
         if len(path) > len(best):
             best = list(path)
             if not buckets.remaining:
                 break
         stack.append(_candidates(sim, buckets))
+    if path and path == best:
+        return best, steps, taken
     while path:
         sim.restore(buckets.give_back(path.pop()))
-    return best, steps
+    return best, steps, []
 
 
 def _least_harm(sim: _ScaleIn, buckets: _Buckets) -> int:
@@ -379,9 +454,10 @@ def removal_order(sim: _ScaleIn, pods: Sequence[Pod]) -> list[tuple[Pod, bool]]:
     out: list[tuple[Pod, bool]] = []
     while buckets.remaining:
         # once the budget is spent, the least harmful removal is also the greedy safe one
-        run, tried = _search(sim, buckets, budget) if budget > 0 else ([], 0)
+        run, tried, kept = _search(sim, buckets, budget) if budget > 0 else ([], 0, [])
         budget -= tried
-        for b in run:
+        out.extend((pod, True) for pod in kept)  # the run, left removed by the search
+        for b in run[len(kept) :]:
             pod = buckets.take(b)
             sim.remove(pod)
             out.append((pod, True))
