@@ -137,13 +137,9 @@ def foreign(
                     f"counted by the {c.key} spread of {m.workload}: "
                     f"{c.key} {domain} holds {tables[i].get(domain)} of its pods"
                 )
-                for pod in pods:
-                    if (pod.namespace, pod.name) not in moved and (
-                        pod.namespace,
-                        pod.name,
-                    ) not in skipped:
-                        key = (outside, pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
-                        found.append((key, x, pod, reason))
+                for pod in _live(pods, moved, skipped, refused_too=False):
+                    key = (outside, pod.priority, pinned(pod), -(pod.created or 0.0), pod.name)
+                    found.append((key, x, pod, reason))
     found.sort(key=lambda item: item[0])
     return [(x, pod, reason) for _, x, pod, reason in found[:FOREIGN_TRIALS]]
 
