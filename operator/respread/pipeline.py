@@ -181,9 +181,11 @@ class AnalysisMemo:
     the namespaces it selects, its constraint settings). It is a pure function of those three
     (it reads no clock), so its reuse is exact. The state is compared by identity: the operator's
     watch cache hands out one snapshot object until a record it keeps changes
-    (runtime/cache.py), so a cluster that did not change is analyzed once. Any change, one pod,
-    and the next scan analyzes the whole cluster again, unless another policy that reads the
-    same of its policy (``analysis_reads``) already analyzed that state (``shared``).
+    (runtime/cache.py), so a cluster that did not change is analyzed once. A changed state is
+    analyzed from the last analysis: the namespaces whose pods, owners and services did not
+    change, over the same nodes, are carried from it (analysis/groups.py); a changed node, and
+    every namespace is analyzed again. Either way, another policy that reads the same of its
+    policy (``analysis_reads``) may already have analyzed that state (``shared``).
 
     The plan of a reused analysis is reused too when the history and holds it was planned with
     are the same and it was made at an instant the clock no longer changes it from
@@ -198,6 +200,7 @@ class AnalysisMemo:
         "_reads",
         "_shared",
         "_state",
+        "carried",
         "from_shared",
         "plan_reused",
         "reused",
@@ -207,6 +210,8 @@ class AnalysisMemo:
         self.reused = False  # whether the last scan reused the analysis before it
         self.from_shared = False  # or took the one another policy made of its state
         self.plan_reused = False  # and the plan before it
+        # of the namespaces, how many the last analysis made carried from the one before, of all
+        self.carried = (0, 0)
         self._shared = shared
         self._state: ClusterState | None = None
         self._reads: tuple[object, ...] = ()  # what the analysis read of its policy
@@ -236,11 +241,14 @@ class AnalysisMemo:
             assert last is not None
             self.from_shared = False
             return last
-        self._analysis = self._plan = self._planned = None  # freed before the new one is made
+        self._analysis = self._plan = self._planned = None
+        self.carried = (0, 0)
         found = self._shared.get(reads, domains, state) if self._shared is not None else None
         self.from_shared = found is not None
         if found is None:
-            found = analyze(state, policy, build_index(state, policy, domains))
+            # the namespaces a change left as they were are carried from the last analysis
+            found = analyze(state, policy, build_index(state, policy, domains), previous=last)
+            self.carried = (len(found.carried), len(found.inputs))
             if self._shared is not None:
                 self._shared.put(reads, domains, found)
         self._state, self._reads, self._domains, self._analysis = state, reads, domains, found

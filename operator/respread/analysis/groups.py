@@ -10,12 +10,12 @@ counts); that is exactly the scheduler's judgement, pod by pod. ``skew`` is repo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from respread.core.kernel import CountTable, DomainSpace, FilterStatus
-from respread.core.model import ClusterState, Labels, Namespace, Pod, When
+from respread.core.model import ClusterState, Labels, Namespace, Pod, Service, When, Workload
 from respread.core.selectors import selector_matches
 from respread.inputs.policy import RebalancePolicy
 from respread.scheduling.spread import EffectiveConstraint, Profile, SpreadIndex
@@ -88,6 +88,44 @@ class Group:
         return self.counts.get(domain, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class NamespaceInputs:
+    """All that a namespace's part of the analysis reads of the state beside the nodes: its
+    Namespace (its labels select it), its pods in the order listed, their owners and the
+    services that may select them. Spread counts never cross a namespace, so a namespace whose
+    inputs are equal, over the same nodes and with the same settings, has the same members and
+    groups. Compared element by element, most stop at identity (the operator's cache keeps an
+    unchanged object the same object)."""
+
+    namespace: Namespace | None
+    pods: tuple[Pod, ...]
+    workloads: tuple[Workload, ...]
+    services: tuple[Service, ...]
+
+
+def namespace_inputs(state: ClusterState) -> dict[str, NamespaceInputs]:
+    """Every namespace's inputs, for each namespace the state names."""
+    pods: defaultdict[str, list[Pod]] = defaultdict(list)
+    for pod in state.pods:
+        pods[pod.namespace].append(pod)
+    workloads: defaultdict[str, list[Workload]] = defaultdict(list)
+    for w in state.workloads:
+        workloads[w.namespace].append(w)
+    services: defaultdict[str, list[Service]] = defaultdict(list)
+    for svc in state.services:
+        services[svc.namespace].append(svc)
+    objects = {n.name: n for n in state.namespaces}
+    return {
+        name: NamespaceInputs(
+            objects.get(name),
+            tuple(pods.get(name, ())),
+            tuple(workloads.get(name, ())),
+            tuple(services.get(name, ())),
+        )
+        for name in sorted({*pods, *workloads, *services, *objects})
+    }
+
+
 @dataclass(frozen=True, slots=True, weakref_slot=True)  # the cost memo refers to the last one
 class Analysis:
     index: SpreadIndex
@@ -95,6 +133,9 @@ class Analysis:
     groups: tuple[Group, ...]
     pods_scanned: int = 0
     namespaces_skipped: frozenset[str] = field(default_factory=frozenset)
+    reads: tuple[object, ...] = ()  # what it read of its policy (analysis_reads)
+    inputs: Mapping[str, NamespaceInputs] = field(default_factory=dict)  # per namespace
+    carried: frozenset[str] = frozenset()  # namespaces carried from the analysis before
 
     @property
     def violations(self) -> tuple[Group, ...]:
@@ -161,9 +202,10 @@ def build_index(
 
 
 def collect_members(
-    index: SpreadIndex, policy: RebalancePolicy
+    index: SpreadIndex, policy: RebalancePolicy, carried: Collection[str] = ()
 ) -> tuple[tuple[Members, ...], frozenset[str]]:
-    """Bound, live pods with spread constraints, grouped by workload and profile."""
+    """Bound, live pods with spread constraints, grouped by workload and profile, but those of
+    the ``carried`` namespaces."""
     state = index.state
     all_pods = state.pods
     namespaces = {n.name: n for n in state.namespaces}
@@ -173,6 +215,8 @@ def collect_members(
     skipped: set[str] = set()
     for positions in index.shapes:
         first = all_pods[positions[0]]
+        if first.namespace in carried:
+            continue
         ok = selected.get(first.namespace)
         if ok is None:
             ok = selected[first.namespace] = namespace_selected(first.namespace, policy, namespaces)
@@ -351,10 +395,85 @@ def minimum_moves(
 
 
 def analyze(
-    state: ClusterState, policy: RebalancePolicy, index: SpreadIndex | None = None
+    state: ClusterState,
+    policy: RebalancePolicy,
+    index: SpreadIndex | None = None,
+    previous: Analysis | None = None,
 ) -> Analysis:
+    """Every group of ``state`` under ``policy``. ``previous``: an analysis of an earlier state,
+    whose namespaces with unchanged inputs are carried rather than analyzed again (nothing is,
+    unless the nodes, what it read of its policy and the index's settings are the same); the
+    result is the same as without it."""
     index = index or build_index(state, policy)
-    members, skipped = collect_members(index, policy)
+    reads = analysis_reads(policy)
+    inputs = namespace_inputs(state)
+    carried = _carried(previous, index, reads, inputs)
+    if previous is not None and carried:
+        index.adopt(previous.index, carried)
+    members, skipped = collect_members(index, policy, carried)
+    groups = _groups(index, policy, members)
+    if previous is not None and carried:
+        members, groups, skipped = _with_carried(previous, carried, members, groups, skipped)
+    return Analysis(
+        index, members, groups, len(state.pods), skipped, reads, inputs, frozenset(carried)
+    )
+
+
+def _carried(
+    previous: Analysis | None,
+    index: SpreadIndex,
+    reads: tuple[object, ...],
+    inputs: Mapping[str, NamespaceInputs],
+) -> frozenset[str]:
+    """The namespaces ``previous`` holds exactly as they are now: none unless it read the same
+    of its policy and was made over the same nodes with the same settings; then those whose
+    inputs are equal."""
+    if previous is None or previous.reads != reads:
+        return frozenset()
+    before = previous.index
+    if (
+        before.default_constraints,
+        before.empty_selector_matches_all,
+        before.include_soft,
+        before.outage_domains,
+    ) != (
+        index.default_constraints,
+        index.empty_selector_matches_all,
+        index.include_soft,
+        index.outage_domains,
+    ) or before.state.nodes != index.state.nodes:
+        return frozenset()
+    was = previous.inputs
+    return frozenset(name for name, now in inputs.items() if was.get(name) == now)
+
+
+def _with_carried(
+    previous: Analysis,
+    carried: frozenset[str],
+    members: tuple[Members, ...],
+    groups: tuple[Group, ...],
+    skipped: frozenset[str],
+) -> tuple[tuple[Members, ...], tuple[Group, ...], frozenset[str]]:
+    """The fresh members and groups with the carried namespaces' own from ``previous``, in
+    the order a fresh analysis gives: by workload, so by namespace first (a stable sort keeps
+    each namespace's order)."""
+
+    def namespace(item: Members | Group) -> str:
+        return item.workload.namespace
+
+    kept_members = [m for m in previous.members if m.workload.namespace in carried]
+    kept_groups = [g for g in previous.groups if g.workload.namespace in carried]
+    return (
+        tuple(sorted([*kept_members, *members], key=namespace)),
+        tuple(sorted([*kept_groups, *groups], key=namespace)),
+        skipped | (previous.namespaces_skipped & carried),
+    )
+
+
+def _groups(
+    index: SpreadIndex, policy: RebalancePolicy, members: Sequence[Members]
+) -> tuple[Group, ...]:
+    """Each member bucket seen through each of its profile's constraints the policy wants."""
     groups: list[Group] = []
     # Spaces are shared by many groups; sorting a hostname space's thousands of domains once
     # per space rather than once per group keeps analysis linear (and shares the tuples).
@@ -364,45 +483,53 @@ def analyze(
         for i, c in enumerate(m.profile.constraints):
             if not wanted(c, policy):
                 continue
-            table = tables[i]
-            bad = violating_nodes(index, m, tables, i)
-            violating = sum(len(m.by_node[n]) for n in bad)
-            unresolvable = sum(
-                len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE
-            )
-            gmin = table.global_min(c.min_domains)
-            domains = sorted_domains.get(table.space)
-            if domains is None:
-                domains = sorted_domains[table.space] = tuple(sorted(table.space.domain_nodes))
-            moves = None
-            outside: Counter[str] = Counter()
-            if violating:
-                counted = index.counts_pod(c.selector, m.labels)
-                own = _members_by_domain(index, m, c.key, table, counted)
-                if counted:
-                    outside = _outside_counts(index, m, c.key, table, bad)
-                moves = group_moves(
-                    Counter(table.counts) + outside if outside else table.counts,
-                    own + outside,
-                    domains,
-                    c.max_skew,
-                    # domains in an outage (KEP-5980 counting) count toward minDomains
-                    max(1, c.min_domains - table.space.absent),
-                    arriving=unresolvable,
-                    counted=counted,
-                )
-            groups.append(
-                Group(
-                    members=m,
-                    index=i,
-                    counts=dict(table.counts),
-                    domains=domains,
-                    global_min=gmin,
-                    skew=table.max_count() - gmin if domains else 0,
-                    violating=violating,
-                    unresolvable=unresolvable,
-                    minimum_moves=moves,
-                    outside=sum(outside.values()),
-                )
-            )
-    return Analysis(index, members, tuple(groups), len(state.pods), skipped)
+            groups.append(_group(index, m, tables, i, sorted_domains))
+    return tuple(groups)
+
+
+def _group(
+    index: SpreadIndex,
+    m: Members,
+    tables: tuple[CountTable, ...],
+    i: int,
+    sorted_domains: dict[DomainSpace, tuple[str, ...]],
+) -> Group:
+    """One member bucket seen through its profile's ``i``th constraint."""
+    c = m.profile.constraints[i]
+    table = tables[i]
+    bad = violating_nodes(index, m, tables, i)
+    violating = sum(len(m.by_node[n]) for n in bad)
+    unresolvable = sum(len(m.by_node[n]) for n, s in bad.items() if s is FilterStatus.UNRESOLVABLE)
+    gmin = table.global_min(c.min_domains)
+    domains = sorted_domains.get(table.space)
+    if domains is None:
+        domains = sorted_domains[table.space] = tuple(sorted(table.space.domain_nodes))
+    moves = None
+    outside: Counter[str] = Counter()
+    if violating:
+        counted = index.counts_pod(c.selector, m.labels)
+        own = _members_by_domain(index, m, c.key, table, counted)
+        if counted:
+            outside = _outside_counts(index, m, c.key, table, bad)
+        moves = group_moves(
+            Counter(table.counts) + outside if outside else table.counts,
+            own + outside,
+            domains,
+            c.max_skew,
+            # domains in an outage (KEP-5980 counting) count toward minDomains
+            max(1, c.min_domains - table.space.absent),
+            arriving=unresolvable,
+            counted=counted,
+        )
+    return Group(
+        members=m,
+        index=i,
+        counts=dict(table.counts),
+        domains=domains,
+        global_min=gmin,
+        skew=table.max_count() - gmin if domains else 0,
+        violating=violating,
+        unresolvable=unresolvable,
+        minimum_moves=moves,
+        outside=sum(outside.values()),
+    )

@@ -450,7 +450,13 @@ def _reuse_note(analyses: AnalysisMemo) -> str:
     if analyses.from_shared:
         return "; the analysis another policy's scan made of this cluster reused"
     if not analyses.reused:
-        return ""
+        carried, namespaces = analyses.carried
+        if not carried:
+            return ""
+        return (
+            f"; {carried} of {namespaces} namespaces unchanged since the last scan: "
+            "their analysis carried"
+        )
     what = "analysis and plan" if analyses.plan_reused else "analysis"
     return f"; the cluster unchanged since the last scan: its {what} reused"
 

@@ -19,7 +19,7 @@ constraints" by evaluating it as if it were being placed again, with itself remo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
@@ -302,6 +302,32 @@ class _PerConstraint(Generic[V]):
         self.by_profile[(id(profile), index)] = value
         return value
 
+    def adopt(
+        self,
+        previous: _PerConstraint[V],
+        profiles: Collection[int],
+        content: Callable[[tuple[object, ...]], bool],
+    ) -> None:
+        """``previous``'s values for these profiles (by identity), and those of its contents
+        ``content`` keeps that they use (so what vanished from the cluster is not carried on).
+        Copied whole and then trimmed: a copy keeps the keys' hashes, most are carried."""
+        self.by_profile = _trimmed(previous.by_profile, lambda key, _: key[0] in profiles)
+        used = {id(v) for v in self.by_profile.values()}
+        self._by_content = _trimmed(
+            previous._by_content, lambda key, value: id(value) in used and content(key)
+        )
+
+
+K = TypeVar("K")
+
+
+def _trimmed(entries: dict[K, V], keep: Callable[[K, V], bool]) -> dict[K, V]:
+    """A copy of ``entries`` with those ``keep`` refuses left out."""
+    out = entries.copy()
+    for key in [k for k, v in entries.items() if not keep(k, v)]:
+        del out[key]
+    return out
+
 
 class SpreadIndex:
     """All spread state of one ClusterState, computed lazily and cached."""
@@ -341,6 +367,36 @@ class SpreadIndex:
         self._profile_values: dict[Profile, Profile] = {}
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
         self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
+
+    def adopt(self, previous: SpreadIndex, namespaces: Collection[str]) -> None:
+        """Carry ``previous``'s profiles, and their domain spaces, count tables, rules and
+        default selectors, for ``namespaces``: called on a fresh index before any use, where
+        the nodes and the settings are the same as ``previous``'s and these namespaces' pods,
+        owners and services are too (analysis/groups.py decides). Spread counts never cross a
+        namespace, so all of these are the same as this index would make for them; carrying the
+        very objects keeps a carried group's profile this index's own."""
+        assert (
+            self.default_constraints,
+            self.empty_selector_matches_all,
+            self.include_soft,
+            self.outage_domains,
+        ) == (
+            previous.default_constraints,
+            previous.empty_selector_matches_all,
+            previous.include_soft,
+            previous.outage_domains,
+        ), "an index adopts only from one made with the same settings"
+        self._profile_values = _trimmed(
+            previous._profile_values, lambda p, _: p.namespace in namespaces
+        )
+        self._profiles = _trimmed(previous._profiles, lambda key, _: key[0] in namespaces)
+        ids = {id(p) for p in self._profile_values}
+        self._spaces.adopt(previous._spaces, ids, lambda _: True)
+        self._tables.adopt(previous._tables, ids, lambda key: key[0] in namespaces)
+        self._rules = _trimmed(previous._rules, lambda pid, _: pid in ids)
+        self._default_selectors = _trimmed(
+            previous._default_selectors, lambda key, _: key[0] in namespaces
+        )
 
     # ---- selectors -------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@ from tests.support.tables import cases
 API = cast(client.ApiClient, object())
 
 
-def pod(name: str, rv: str, node: str = "n1") -> dict[str, Any]:
-    doc = manifest(make.pod(name, node, namespace="ns", uid=f"uid-{name}"))
+def pod(name: str, rv: str, node: str = "n1", namespace: str = "ns") -> dict[str, Any]:
+    doc = manifest(make.pod(name, node, namespace=namespace, uid=f"uid-{name}"))
     doc["metadata"]["resourceVersion"] = rv
     return doc
 
@@ -212,7 +212,8 @@ def test_the_scan_log_says_what_an_unchanged_cluster_reused(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A second scan of the same cache reuses the analysis and, the policy's minPodAge past
-    for every pod and nothing evicted, the plan (remedies/evict/clock.py); the log says so."""
+    for every pod and nothing evicted, the plan (remedies/evict/clock.py); after a pod is added
+    in another namespace, the third carries the first namespace's analysis; the log says so."""
     monkeypatch.setattr(scan_module, "patch_status", lambda api, name, st: None)
     monkeypatch.setattr(policy_events, "post_policy_event", lambda *a, **k: None)
     policy = parse_policy(
@@ -233,7 +234,9 @@ def test_the_scan_log_says_what_an_unchanged_cluster_reused(
         scan_module, "time", SimpleNamespace(time=lambda: clock[0], monotonic=lambda: 0.0)
     )
     notes = []
-    for now in (1.8e9, 1.8e9 + 30):
+    for now in (1.8e9, 1.8e9 + 30, 1.8e9 + 60):
+        if now == 1.8e9 + 60:  # a pod in another namespace: the first namespace is carried
+            cache.apply("Pod", "ADDED", pod("b", "11", namespace="other"))
         clock[0] = now
         caplog.clear()
         with caplog.at_level("INFO", logger="respread.runtime.scan"):
@@ -243,3 +246,5 @@ def test_the_scan_log_says_what_an_unchanged_cluster_reused(
     reused = "the cluster unchanged since the last scan: its analysis and plan reused"
     assert "reused" not in notes[0]
     assert notes[1].endswith(f"; {reused}")
+    carried = "1 of 2 namespaces unchanged since the last scan: their analysis carried"
+    assert notes[2].endswith(f"; {carried}")
