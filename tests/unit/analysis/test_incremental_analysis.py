@@ -49,6 +49,7 @@ from respread.inputs.policy import (
     Selection,
 )
 from respread.pipeline import AnalysisMemo, scan
+from respread.remedies.cost.memo import CostMemo
 from respread.remedies.evict.planner import Plan, plan
 from tests.support import builders as make
 from tests.support.constants import HOST, NOW_EPOCH, ZONE
@@ -138,13 +139,14 @@ def assert_as_fresh(
 def assert_scans_as_fresh(
     old: ClusterState, new: ClusterState, policy: RebalancePolicy
 ) -> frozenset[str]:
-    """The operator's second scan, its memo primed by a scan of ``old``, is the fresh scan of
-    ``new``; the namespaces its analysis carried."""
-    memo = AnalysisMemo()
-    first = scan(old, policy, NOW_EPOCH, analyses=memo)
-    primed = scan(new, policy, NOW_EPOCH + 60, first.memory, analyses=memo)
+    """The operator's second scan, its memos (analysis, deletion costs) primed by a scan of
+    ``old``, is the fresh scan of ``new``; the namespaces its analysis carried."""
+    memo, costs = AnalysisMemo(), CostMemo()
+    first = scan(old, policy, NOW_EPOCH, memo=costs, analyses=memo)
+    primed = scan(new, policy, NOW_EPOCH + 60, first.memory, memo=costs, analyses=memo)
     fresh = scan(new, policy, NOW_EPOCH + 60, first.memory)
     assert not memo.reused
+    assert primed.costs == fresh.costs
     assert primed.report == fresh.report
     assert plan_view(primed.plan) == plan_view(fresh.plan)
     assert primed.changes == fresh.changes
@@ -579,6 +581,40 @@ def test_an_analysis_carried_from_the_last_one_is_the_fresh_one(
     event(case.change.kind)
     buckets = with_members(analyze(new, policy))
     event(f"namespaces with buckets carried: {len(buckets & carried)} of {len(buckets)}")
+
+
+@dataclass(frozen=True)
+class Chain:
+    first: Scenario
+    second: Change  # of the first's new state
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> Chain:
+    first = draw(scenarios(draw(st.sampled_from(CHANGES))))
+    return Chain(first, draw(st.sampled_from(CHANGES))(draw, first.change.state))
+
+
+@settings(max_examples=EXAMPLES * 2)
+@given(chains())
+def test_a_chain_of_changes_carries_from_analyses_that_were_carried_themselves(
+    chain: Chain,
+) -> None:
+    """Each scan's analysis is the previous one for the next: a namespace analyzed afresh in
+    the middle one, or carried through it, is carried from it as exactly."""
+    first, second = chain.first, chain.second
+    old, mid, new, policy = first.old, first.change.state, second.state, first.policy
+    note(f"changes: {first.change.kind}, then {second.kind} ({second.scope})")
+    middle = analyze(mid, policy, build_index(mid, policy), previous=analyze(old, policy))
+    assert middle.carried == expected_carried(old, first.change)
+    assert assert_as_fresh(new, policy, middle) == expected_carried(mid, second)
+    memo = AnalysisMemo()
+    for state in (old, mid):
+        scan(state, policy, NOW_EPOCH, analyses=memo)
+    last = scan(new, policy, NOW_EPOCH + 60, analyses=memo)
+    assert last.report == scan(new, policy, NOW_EPOCH + 60).report
+    assert last.analysis.carried == expected_carried(mid, second)
+    event(f"{first.change.kind}, then {second.kind}")
 
 
 # --------------------------------------------------------------------------------------------
