@@ -387,11 +387,13 @@ def pod_relabelled(draw: st.DrawFn, s: ClusterState) -> Change:
 
 
 def pod_added(draw: st.DrawFn, s: ClusterState) -> Change:
+    """Another of a pod's workload, bound or pending, listed anywhere; with its sibling's spec
+    or another pod's (the constraints its workload's pods most carry may change)."""
     p = s.pods[some(draw, s.pods)]
     node = draw(st.sampled_from([None, *(n.name for n in s.nodes)]))
-    new = replace(
-        p, name=p.name + "-new", node_name=node, phase=Phase.RUNNING if node else Phase.PENDING
-    )
+    spec = draw(st.sampled_from([p.spec, *(q.spec for q in s.pods)]))
+    phase = Phase.RUNNING if node else Phase.PENDING
+    new = replace(p, name=p.name + "-new", node_name=node, phase=phase, spec=spec)
     at = draw(st.integers(0, len(s.pods)))
     kind = "a pod added" if node else "a pending pod added"
     return Change(kind, replace(s, pods=(*s.pods[:at], new, *s.pods[at:])), p.namespace)
@@ -409,6 +411,17 @@ def pod_moved(draw: st.DrawFn, s: ClusterState) -> Change:
     moved = replace(p, node_name=draw(st.sampled_from([n.name for n in s.nodes])))
     pods = put(s.pods, i, moved) if draw(st.booleans()) else (*put(s.pods, i, None), moved)
     return Change("a pod moved", replace(s, pods=pods), p.namespace)
+
+
+def pods_reordered(draw: st.DrawFn, s: ClusterState) -> Change:
+    """A namespace's pods listed in another order (a new listing), in the same places."""
+    name = s.pods[some(draw, s.pods)].namespace
+    places = [i for i, p in enumerate(s.pods) if p.namespace == name]
+    order = draw(st.permutations(places))
+    pods = list(s.pods)
+    for place, i in zip(places, order, strict=True):
+        pods[place] = s.pods[i]
+    return Change("pods reordered", replace(s, pods=tuple(pods)), name)
 
 
 def pod_terminating(draw: st.DrawFn, s: ClusterState) -> Change:
@@ -528,6 +541,7 @@ CHANGES: tuple[Changer, ...] = (
     pod_added,
     pod_deleted,
     pod_moved,
+    pods_reordered,
     pod_terminating,
     workload_changed,
     service_changed,
