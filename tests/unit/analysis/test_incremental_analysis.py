@@ -5,11 +5,12 @@ workloads, services and Namespace object are unchanged keeps its Members and Gro
 carried, the result must be the fresh analysis's in everything observable:
 
 - on generated clusters (hypothesis) and one generated change of each kind (a pod relabelled,
-  added, deleted, moved, terminating; a workload, a service, a Namespace, a node, a budget
-  changed; nothing changed), built as the operator's cache builds the next snapshot (the
-  unchanged records are the same objects): the analysis, the eviction plan and the whole scan
-  (``pipeline.scan`` with a memo primed by a scan of the old state) equal those made afresh, and
-  ``carried`` holds the namespaces the change left alone (none after a node change);
+  added, deleted, moved, terminating; a namespace's pods relisted in another order; a workload,
+  a service, a Namespace, a node, a budget changed; nothing changed), built as the operator's
+  cache builds the next snapshot (the unchanged records are the same objects): the analysis,
+  the eviction plan and the whole scan (``pipeline.scan`` with memos primed by a scan of the old
+  state) equal those made afresh, and ``carried`` holds every namespace the state names but the
+  one changed (none after a node change); and so along a chain of two changes;
 - one hand-built row per kind of change, with ``carried`` exactly;
 - a previous analysis made under other reads of the policy, or other outage domains, carries
   nothing, and the result is still the fresh one.
