@@ -210,7 +210,7 @@ class AnalysisMemo:
         self.reused = False  # whether the last scan reused the analysis before it
         self.from_shared = False  # or took the one another policy made of its state
         self.plan_reused = False  # and the plan before it
-        # of the namespaces, how many the last analysis made carried from the one before, of all
+        # the namespaces the analysis made by the last scan carried from the one before, of all
         self.carried = (0, 0)
         self._shared = shared
         self._state: ClusterState | None = None
@@ -237,12 +237,12 @@ class AnalysisMemo:
             and self._reads == reads
             and self._domains == domains
         )
+        self.carried = (0, 0)
         if self.reused:
             assert last is not None
             self.from_shared = False
             return last
         self._analysis = self._plan = self._planned = None
-        self.carried = (0, 0)
         found = self._shared.get(reads, domains, state) if self._shared is not None else None
         self.from_shared = found is not None
         if found is None:
