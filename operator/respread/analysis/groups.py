@@ -460,6 +460,14 @@ def _carried(
     return frozenset(name for name, now in inputs.items() if now.same(was.get(name)))
 
 
+def unchanged_namespaces(before: Analysis, after: Analysis) -> frozenset[str]:
+    """The namespaces ``after`` holds exactly as ``before`` did (the same members and groups):
+    none unless both read the same of their policy over the same nodes with the same
+    settings; then those whose inputs are the same (``NamespaceInputs.same``). Found again
+    from both, whatever ``after`` was made from."""
+    return _carried(before, after.index, after.reads, after.inputs)
+
+
 def _with_carried(
     previous: Analysis,
     carried: frozenset[str],
