@@ -195,6 +195,8 @@ def one_scan(
     times["deferred"] = len(result.plan.deferred)  # planned for later runs
     times["reused"] = float(memory.analyses.reused)  # the analysis of the scan before, reused
     times["plan_reused"] = float(memory.analyses.plan_reused)  # and its eviction plan
+    # or, analyzing afresh, the namespaces it carried from the analysis before, of all
+    times["carried"], times["namespaces"] = map(float, memory.analyses.carried)
     return times
 
 

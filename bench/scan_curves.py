@@ -126,8 +126,8 @@ def _share(rows: Sequence[dict[str, Any]]) -> float:
 
 def summarize(rows: Sequence[dict[str, Any]], *, base_mb: float, pods: int) -> dict[str, Any]:
     """Per kind of scan: the median CPU and wall seconds, pipeline.scan's share of the CPU, and
-    whether each scan reused the analysis and the plan before it; the first scan's plan; the
-    RSS."""
+    whether each scan reused the analysis and the plan before it, or the namespaces it carried
+    (of all); the first scan's plan; the RSS."""
     out: dict[str, Any] = {}
     for phase in PHASES:
         of = [r for r in rows if r["phase"] == phase]
@@ -138,6 +138,7 @@ def summarize(rows: Sequence[dict[str, Any]], *, base_mb: float, pods: int) -> d
                 "pipeline_share": _share(of),
                 "reused": [bool(r["reused"]) for r in of],
                 "plan_reused": [bool(r["plan_reused"]) for r in of],
+                "carried": [(int(r["carried"]), int(r["namespaces"])) for r in of],
             }
     first = rows[0]
     steady = rows[-1]["rss_mb"]

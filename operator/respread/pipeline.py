@@ -49,6 +49,7 @@ from respread.remedies.evict.history import EvictionHistory, unready_workloads
 from respread.remedies.evict.ledger import LedgerData, held_workloads
 from respread.remedies.evict.planner import Plan, plan
 from respread.remedies.evict.ramp import ramp_holds, ramp_plan
+from respread.remedies.evict.reads import plan_unchanged
 from respread.remedies.evict.unblock import with_unblocking
 from respread.remedies.surge.plan import SurgeReport, plan_surges
 from respread.report.build import build_report
@@ -187,16 +188,19 @@ class AnalysisMemo:
     every namespace is analyzed again. Either way, another policy that reads the same of its
     policy (``analysis_reads``) may already have analyzed that state (``shared``).
 
-    The plan of a reused analysis is reused too when the history and holds it was planned with
-    are the same and it was made at an instant the clock no longer changes it from
-    (remedies/evict/clock.py: no pod younger than minPodAge, no workload in cooldown), no later
-    than this scan's. Kept by the caller, one per policy."""
+    The plan is reused too when the history and holds it was planned with are the same and it
+    was made at an instant the clock no longer changes it from (remedies/evict/clock.py: no pod
+    younger than minPodAge, no workload in cooldown), no later than this scan's, and the
+    analysis is the same or differs only where the planner does not read
+    (remedies/evict/reads.py: namespaces without a violated group, changed without taking or
+    freeing room on a node). Kept by the caller, one per policy."""
 
     __slots__ = (
         "_analysis",
         "_domains",
         "_plan",
         "_planned",
+        "_planned_on",
         "_reads",
         "_shared",
         "_state",
@@ -210,7 +214,7 @@ class AnalysisMemo:
         self.reused = False  # whether the last scan reused the analysis before it
         self.from_shared = False  # or took the one another policy made of its state
         self.plan_reused = False  # and the plan before it
-        # of the namespaces, how many the last analysis made carried from the one before, of all
+        # the namespaces the analysis made by the last scan carried from the one before, of all
         self.carried = (0, 0)
         self._shared = shared
         self._state: ClusterState | None = None
@@ -220,6 +224,7 @@ class AnalysisMemo:
         self._plan: Plan | None = None
         # what the plan was made from beside the analysis: when, the policy, history, holds
         self._planned: _Planned | None = None
+        self._planned_on: Analysis | None = None  # and the analysis (kept past a change)
 
     def analysis(
         self,
@@ -237,12 +242,12 @@ class AnalysisMemo:
             and self._reads == reads
             and self._domains == domains
         )
+        self.carried = (0, 0)
         if self.reused:
             assert last is not None
             self.from_shared = False
             return last
-        self._analysis = self._plan = self._planned = None
-        self.carried = (0, 0)
+        self._analysis = None  # the plan is kept: it may be the new analysis' too
         found = self._shared.get(reads, domains, state) if self._shared is not None else None
         self.from_shared = found is not None
         if found is None:
@@ -263,24 +268,30 @@ class AnalysisMemo:
         held: Mapping[WorkloadRef, str],
     ) -> Plan:
         """The eviction plan of ``analysis`` (this memo's last) at ``now``: remembered, or made
-        and remembered where the clock can no longer change it."""
-        last, planned = self._plan, self._planned
+        and remembered where the clock can no longer change it. A plan made from the analysis
+        before a change is this one's too when the change left what the planner reads as it was
+        (remedies/evict/reads.py)."""
+        last, planned, on = self._plan, self._planned, self._planned_on
         self.plan_reused = (
             last is not None
             and planned is not None
+            and on is not None
             and analysis is self._analysis
             and planned[0] <= now
             and planned[1] == policy
             and planned[2] == history
             and planned[3] == held
+            and plan_unchanged(on, analysis)
         )
         if self.plan_reused:
             assert last is not None
+            self._planned_on = analysis  # the analysis before is let go
             return last
-        self._plan = self._planned = None
+        self._plan = self._planned = self._planned_on = None
         made = plan(analysis, policy, now=now, history=history, held=held)
         if analysis is self._analysis and settled(analysis.index.state.pods, policy, now, history):
             self._plan, self._planned = made, (now, policy, dict(history), dict(held))
+            self._planned_on = analysis
         return made
 
 

@@ -77,13 +77,19 @@ def test_the_population_streamed_from_another_process_is_the_one_built_here() ->
 
 
 def test_unchanged_scans_reuse_the_analysis_and_scans_after_a_change_do_not() -> None:
-    """And the plan with it: the population's pods are older than its policy's minPodAge (0s)
-    and nothing was evicted, so the clock changes no plan (remedies/evict/clock.py)."""
+    """Those carry every namespace the change left alone. Unchanged scans reuse the plan too:
+    the population's pods are older than its policy's minPodAge (0s) and nothing was evicted,
+    so the clock changes no plan (remedies/evict/clock.py)."""
     for remedy in ("evict", "deletionCost"):
         summary = tiny()["remedies"][remedy]["summary"]
         assert summary["first"]["reused"] == summary["first"]["plan_reused"] == [False]
         assert summary["unchanged"]["reused"] == summary["unchanged"]["plan_reused"] == [True] * 2
         assert summary["changed"]["reused"] == summary["changed"]["plan_reused"] == [False] * 2
+        # the first analyzes every namespace; a changed pod's namespace alone is analyzed again
+        # (this small population has one namespace: tests/unit/analysis carry many)
+        ((none, namespaces),) = summary["first"]["carried"]
+        assert none == 0 and namespaces >= 1
+        assert summary["changed"]["carried"] == [(namespaces - 1, namespaces)] * 2
 
 
 def test_the_table_has_a_row_per_size_and_remedy_and_the_growth_exponents() -> None:

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import is_
 
 from respread.core.kernel import CountTable, DomainSpace, FilterStatus
 from respread.core.model import ClusterState, Labels, Namespace, Pod, Service, When, Workload
@@ -92,15 +93,27 @@ class Group:
 class NamespaceInputs:
     """All that a namespace's part of the analysis reads of the state beside the nodes: its
     Namespace (its labels select it), its pods in the order listed, their owners and the
-    services that may select them. Spread counts never cross a namespace, so a namespace whose
-    inputs are equal, over the same nodes and with the same settings, has the same members and
-    groups. Compared element by element, most stop at identity (the operator's cache keeps an
-    unchanged object the same object)."""
+    services that may select them. Spread counts never cross a namespace, so a namespace with
+    the same inputs, over the same nodes and with the same settings, has the same members and
+    groups."""
 
     namespace: Namespace | None
     pods: tuple[Pod, ...]
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...]
+
+    def same(self, other: NamespaceInputs | None) -> bool:
+        """The same pods (the very objects: the carried members hold them, and pods are found
+        by identity downstream; the operator's cache keeps an unchanged pod the same object),
+        and equal owners, services and Namespace."""
+        return (
+            other is not None
+            and len(self.pods) == len(other.pods)
+            and all(map(is_, self.pods, other.pods))
+            and self.workloads == other.workloads
+            and self.services == other.services
+            and self.namespace == other.namespace
+        )
 
 
 def namespace_inputs(state: ClusterState) -> dict[str, NamespaceInputs]:
@@ -444,7 +457,15 @@ def _carried(
     ) or before.state.nodes != index.state.nodes:
         return frozenset()
     was = previous.inputs
-    return frozenset(name for name, now in inputs.items() if was.get(name) == now)
+    return frozenset(name for name, now in inputs.items() if now.same(was.get(name)))
+
+
+def unchanged_namespaces(before: Analysis, after: Analysis) -> frozenset[str]:
+    """The namespaces ``after`` holds exactly as ``before`` did (the same members and groups):
+    none unless both read the same of their policy over the same nodes with the same
+    settings; then those whose inputs are the same (``NamespaceInputs.same``). Found again
+    from both, whatever ``after`` was made from."""
+    return _carried(before, after.index, after.reads, after.inputs)
 
 
 def _with_carried(

@@ -163,7 +163,9 @@ class ClusterCache:
                 err.message[:200],
             )
             return None
-        if record is not None:
+        if record is not None and store.get(key) != record:
+            # an equal record stays the object it was: the scans carry what they made of
+            # unchanged objects by identity (analysis/groups.py, remedies/cost/memo.py)
             store[key] = record
         return store.get(key)
 

@@ -453,9 +453,10 @@ def _reuse_note(analyses: AnalysisMemo) -> str:
         carried, namespaces = analyses.carried
         if not carried:
             return ""
+        plan = ", and the plan reused" if analyses.plan_reused else ""
         return (
             f"; {carried} of {namespaces} namespaces unchanged since the last scan: "
-            "their analysis carried"
+            f"their analysis carried{plan}"
         )
     what = "analysis and plan" if analyses.plan_reused else "analysis"
     return f"; the cluster unchanged since the last scan: its {what} reused"

@@ -369,12 +369,12 @@ class SpreadIndex:
         self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
 
     def adopt(self, previous: SpreadIndex, namespaces: Collection[str]) -> None:
-        """Carry ``previous``'s profiles, and their domain spaces, count tables, rules and
-        default selectors, for ``namespaces``: called on a fresh index before any use, where
-        the nodes and the settings are the same as ``previous``'s and these namespaces' pods,
-        owners and services are too (analysis/groups.py decides). Spread counts never cross a
-        namespace, so all of these are the same as this index would make for them; carrying the
-        very objects keeps a carried group's profile this index's own."""
+        """Carry ``previous``'s profiles, and their domain spaces, count tables, rules, default
+        selectors and label indexes, for ``namespaces``: called on a fresh index before any
+        use, where the nodes and the settings are the same as ``previous``'s and these
+        namespaces' pods, owners and services are too (analysis/groups.py decides). Spread
+        counts never cross a namespace, so all of these are the same as this index would make
+        for them; carrying the very objects keeps a carried group's profile this index's own."""
         assert (
             self.default_constraints,
             self.empty_selector_matches_all,
@@ -397,6 +397,9 @@ class SpreadIndex:
         self._default_selectors = _trimmed(
             previous._default_selectors, lambda key, _: key[0] in namespaces
         )
+        # positions in the namespace's pods_by_labels: the same pods give the same label sets in
+        # the same first-seen order
+        self._label_index = _trimmed(previous._label_index, lambda ns, _: ns in namespaces)
 
     # ---- selectors -------------------------------------------------------------------------
 

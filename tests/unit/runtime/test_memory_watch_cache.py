@@ -248,3 +248,19 @@ def test_the_scan_log_says_what_an_unchanged_cluster_reused(
     assert notes[1].endswith(f"; {reused}")
     carried = "1 of 2 namespaces unchanged since the last scan: their analysis carried"
     assert notes[2].endswith(f"; {carried}")
+
+
+def test_a_record_delivered_again_unchanged_stays_the_same_object() -> None:
+    """A MODIFIED event that changes nothing the cache keeps (a new resourceVersion, a status
+    heartbeat) leaves the record the object it was, so the next snapshot after another change
+    holds it by identity: the analysis carries its namespace (analysis/groups.py)."""
+    cache = ClusterCache()
+    cache.apply("Pod", None, pod("a", "10"))
+    first = cache.snapshot()
+    cache.apply("Pod", "MODIFIED", pod("a", "11"))
+    cache.apply("Pod", "ADDED", pod("b", "12", namespace="other"))
+    second = cache.snapshot()
+    (a_before,) = first.pods
+    a_after = next(p for p in second.pods if p.name == "a")
+    assert second is not first
+    assert a_after is a_before
