@@ -319,3 +319,29 @@ def test_a_shared_analysis_lives_only_as_long_as_a_policys_memo_holds_it() -> No
     later = AnalysisMemo(shared)
     scan(MIXED, DEFAULT_POLICY, NOW, analyses=later)
     assert not later.from_shared
+
+
+TEAMS = state(
+    NODES,
+    [replace(p, namespace=ns) for ns in ("shop", "blog", "wiki") for p in web({"a": 3, "b": 1})],
+)
+
+
+def test_the_scan_after_a_one_pod_change_carries_every_other_namespace_and_scans_as_fresh() -> None:
+    """The operator's memo hands its last analysis to the analysis of a changed state: the
+    namespaces the change left alone are carried (issue 23), and the scan is the fresh one."""
+    analyses = AnalysisMemo()
+    first = scan(TEAMS, DEFAULT_POLICY, NOW, analyses=analyses)
+    assert first.analysis.carried == frozenset()
+    moved = next(i for i, p in enumerate(TEAMS.pods) if (p.namespace, p.name) == ("blog", "web-a0"))
+    pods = list(TEAMS.pods)
+    pods[moved] = replace(pods[moved], node_name="c1")
+    changed = replace(TEAMS, pods=tuple(pods))  # the other records the same objects, as cached
+    again = scan(changed, DEFAULT_POLICY, NOW + 60, first.memory, analyses=analyses)
+    assert not analyses.reused
+    assert again.analysis.carried == {"shop", "wiki"}
+    fresh = scan(changed, DEFAULT_POLICY, NOW + 60, first.memory)
+    assert again.report == fresh.report
+    assert again.plan.moves and again.plan.skipped == fresh.plan.skipped
+    assert (again.plan.moves, again.plan.deferred) == (fresh.plan.moves, fresh.plan.deferred)
+    assert again.changes == fresh.changes
