@@ -439,8 +439,8 @@ def _carried(
     inputs: Mapping[str, NamespaceInputs],
 ) -> frozenset[str]:
     """The namespaces ``previous`` holds exactly as they are now: none unless it read the same
-    of its policy and was made over the same nodes with the same settings; then those whose
-    inputs are equal."""
+    of its policy and was made over the same nodes with the same settings; then those with
+    the same inputs (``NamespaceInputs.same``)."""
     if previous is None or previous.reads != reads:
         return frozenset()
     before = previous.index

@@ -663,26 +663,29 @@ def team(namespace: str) -> list[Pod]:
     return web + api
 
 
+def _deployment(
+    namespace: str, app: str, replica_set: str, template: PodTemplate
+) -> list[Workload]:
+    """A Deployment of ``app=<app>`` pods and its ReplicaSet with this template."""
+    return [
+        make.workload("Deployment", app, make.sel(app=app), namespace),
+        make.workload(
+            "ReplicaSet",
+            replica_set,
+            make.sel(app=app),
+            namespace,
+            owner=OwnerRef("Deployment", app),
+            template=template,
+        ),
+    ]
+
+
 def team_workloads(namespace: str) -> list[Workload]:
     return [
-        make.workload("Deployment", "web", make.sel(app="web"), namespace),
-        make.workload(
-            "ReplicaSet",
-            "web-abc",
-            make.sel(app="web"),
-            namespace,
-            owner=OwnerRef("Deployment", "web"),
-            template=PodTemplate(WEB_LABELS, make.pod_spec((COUNTED,))),
+        *_deployment(
+            namespace, "web", "web-abc", PodTemplate(WEB_LABELS, make.pod_spec((COUNTED,)))
         ),
-        make.workload("Deployment", "api", make.sel(app="api"), namespace),
-        make.workload(
-            "ReplicaSet",
-            "api-def",
-            make.sel(app="api"),
-            namespace,
-            owner=OwnerRef("Deployment", "api"),
-            template=PodTemplate(API_LABELS, make.pod_spec()),
-        ),
+        *_deployment(namespace, "api", "api-def", PodTemplate(API_LABELS, make.pod_spec())),
     ]
 
 
