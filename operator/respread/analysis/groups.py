@@ -444,17 +444,7 @@ def _carried(
     if previous is None or previous.reads != reads:
         return frozenset()
     before = previous.index
-    if (
-        before.default_constraints,
-        before.empty_selector_matches_all,
-        before.include_soft,
-        before.outage_domains,
-    ) != (
-        index.default_constraints,
-        index.empty_selector_matches_all,
-        index.include_soft,
-        index.outage_domains,
-    ) or before.state.nodes != index.state.nodes:
+    if before.settings != index.settings or before.state.nodes != index.state.nodes:
         return frozenset()
     was = previous.inputs
     return frozenset(name for name, now in inputs.items() if now.same(was.get(name)))

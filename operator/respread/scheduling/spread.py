@@ -368,6 +368,17 @@ class SpreadIndex:
         self._default_selectors: dict[tuple[object, ...], LabelSelector | None] = {}
         self._rules: dict[int, tuple[Profile, tuple[SpreadRule, ...]]] = {}
 
+    @property
+    def settings(self) -> tuple[object, ...]:
+        """What it was made with beside the state: indexes with equal settings judge the same
+        pods alike."""
+        return (
+            self.default_constraints,
+            self.empty_selector_matches_all,
+            self.include_soft,
+            self.outage_domains,
+        )
+
     def adopt(self, previous: SpreadIndex, namespaces: Collection[str]) -> None:
         """Carry ``previous``'s profiles, and their domain spaces, count tables, rules, default
         selectors and label indexes, for ``namespaces``: called on a fresh index before any
@@ -375,17 +386,7 @@ class SpreadIndex:
         namespaces' pods, owners and services are too (analysis/groups.py decides). Spread
         counts never cross a namespace, so all of these are the same as this index would make
         for them; carrying the very objects keeps a carried group's profile this index's own."""
-        assert (
-            self.default_constraints,
-            self.empty_selector_matches_all,
-            self.include_soft,
-            self.outage_domains,
-        ) == (
-            previous.default_constraints,
-            previous.empty_selector_matches_all,
-            previous.include_soft,
-            previous.outage_domains,
-        ), "an index adopts only from one made with the same settings"
+        assert self.settings == previous.settings, "an index adopts only from its like"
         self._profile_values = _trimmed(
             previous._profile_values, lambda p, _: p.namespace in namespaces
         )
