@@ -140,7 +140,8 @@ class ClusterCache:
             else:
                 self._versions[kind][key] = version
                 after = self._parse(kind, key, body)
-            changed = before != after
+            # _parse keeps an equal record the object it was: a change is a new object
+            changed = before is not after
             if changed:
                 self._generation += 1
         if event_type is not None and changed and self.on_change is not None:
