@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 
 from respread.analysis.groups import Analysis, NamespaceInputs, unchanged_namespaces
-from respread.core.model import Resources
+from respread.core.model import DisruptionBudget, Resources
 
 
 def plan_unchanged(before: Analysis, after: Analysis) -> bool:
@@ -54,5 +54,5 @@ def _room(inputs: NamespaceInputs | None) -> Counter[tuple[str, Resources]]:
     )
 
 
-def _budgets(analysis: Analysis, namespaces: set[str]) -> list[object]:
+def _budgets(analysis: Analysis, namespaces: set[str]) -> list[DisruptionBudget]:
     return [b for b in analysis.index.state.budgets if b.namespace in namespaces]
