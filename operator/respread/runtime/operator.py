@@ -69,7 +69,7 @@ from respread.runtime.leader import LeaderElector, default_identity, default_nam
 from respread.runtime.leadership import LeaseTiming
 from respread.runtime.ledger import Ledger
 from respread.runtime.memory import PolicyMemory
-from respread.runtime.prompt import Prompter, PromptSettings
+from respread.runtime.prompt import Prompter, PromptSettings, ScanBudget
 from respread.runtime.reflector import Reflectors
 from respread.runtime.scan import run_scan
 from respread.runtime.triggers import overdue_at, trigger_for
@@ -134,7 +134,7 @@ class App:
     readiness: Any = None  # the readiness server's runner, when serving
     prompts: PromptSettings = field(default_factory=PromptSettings)
     prompter: Prompter | None = None
-    scan_runs: dict[str, tuple[float, float]] = field(default_factory=dict)  # last start, end
+    budgets: dict[str, ScanBudget] = field(default_factory=dict)  # scan time, by policy
     waiting: set[str] = field(default_factory=set)  # prompted, not scanned since
     recheck: asyncio.TimerHandle | None = None
 
@@ -228,13 +228,17 @@ class App:
         if task is not None:
             self.running.add(task)
         self.waiting.discard(name)  # this scan sees every change so far
-        started = time.monotonic()
+        started = None  # once the listing is in: waiting for it is no scan's cost
         try:
+            await self.warm()
+            started = time.monotonic()
             await self._scan(name)
         except asyncio.CancelledError:  # shutdown, or this replica stopped leading
             log.info("scan of RebalancePolicy %s stopped before it ended", name)
         finally:
-            self.scan_runs[name] = (started, time.monotonic())
+            if started is not None:
+                budget = self.budgets.get(name, ScanBudget())
+                self.budgets[name] = budget.after(started, time.monotonic(), self.prompts)
             if name in self.waiting:
                 asyncio.get_running_loop().call_soon(self.prompted, [name])
             self.scans.pop(name, None)
@@ -244,7 +248,6 @@ class App:
                 metrics.forget_policy(name)
 
     async def _scan(self, name: str) -> None:
-        await self.warm()
         entry = self.policies.get(name)
         if entry is None or not self.acting():
             return
@@ -297,11 +300,7 @@ class App:
 
     def prompt_gap_left(self, name: str, now: float) -> float:
         """Seconds until a prompted scan of `name` may start (0: now)."""
-        run = self.scan_runs.get(name)
-        if run is None:
-            return 0.0
-        started, ended = run
-        return max(0.0, ended + self.prompts.gap_after(ended - started) - now)
+        return self.budgets.get(name, ScanBudget()).wait(now, self.prompts)
 
     def recheck_in(self, delay: float) -> None:
         """Prompt the waiting policies again in `delay` seconds (one timer, the earliest)."""
@@ -380,6 +379,7 @@ class App:
         self.memories.pop(name, None)
         self.statuses.pop(name, None)
         self.lifecycles.pop(name, None)
+        self.budgets.pop(name, None)
         metrics.forget_policy(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)

@@ -5,9 +5,10 @@ The watch cache calls `Prompter.poke` (from the reflectors' threads) whenever a 
 changes what respread keeps of the cluster. A burst of changes is one prompt: it fires once no
 change has come for `quiet` seconds, or `longest` seconds after the burst began, whichever is
 first. The operator then scans the policies that run on an interval (a cron schedule means
-"only then", so it is never prompted), each no more often than its last scan's duration allows:
-prompted scans take at most `duty` of the time, so a cluster that never stops changing costs a
-bounded share of a CPU, and the interval stays the upper bound.
+"only then", so it is never prompted), each as soon as its `ScanBudget` allows: after a quiet
+spell a change is scanned at once (and up to `burst` changes in a row), while a cluster that
+never stops changing has scans take at most `duty` of the time, a bounded share of a CPU; the
+interval stays the upper bound.
 """
 
 from __future__ import annotations
@@ -25,14 +26,33 @@ class PromptSettings:
     quiet: float = 1.0
     longest: float = 5.0
     duty: float = 0.25
+    burst: int = 3
 
     @property
     def enabled(self) -> bool:
         return self.quiet > 0
 
-    def gap_after(self, took: float) -> float:
-        """How long after a scan that took `took` seconds the next prompted one may start."""
-        return max(self.quiet, took * (1 / self.duty - 1))
+
+@dataclass(frozen=True, slots=True)
+class ScanBudget:
+    """A policy's share of scan time, as a token bucket kept as the time it is full again.
+
+    Each scan (prompted or not) costs `took / duty` seconds of the bucket, its own duration
+    included, so scans one after another as fast as the budget lets them take `duty` of the
+    time. A prompted scan may start while what is owed is no more than `burst - 1` scans like
+    the last: a change after a quiet spell is scanned at once, not after a gap."""
+
+    full_at: float = 0.0  # monotonic
+    last_took: float = 0.0
+
+    def after(self, started: float, ended: float, settings: PromptSettings) -> ScanBudget:
+        took = max(0.0, ended - started)
+        return ScanBudget(max(self.full_at, started) + took / settings.duty, took)
+
+    def wait(self, now: float, settings: PromptSettings) -> float:
+        """Seconds until a prompted scan may start (0: now)."""
+        owed_at_most = max(0, settings.burst - 1) * self.last_took / settings.duty
+        return max(0.0, self.full_at - owed_at_most - now)
 
 
 class Prompter:

@@ -1,5 +1,6 @@
 """Scans prompted by change (runtime/prompt.py): which watch events prompt, how a burst of
-them becomes one prompt, and which policies a prompt scans, when."""
+them becomes one prompt, the budget that spaces prompted scans, and which policies a prompt
+scans, when."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from respread.inputs.policy import RebalancePolicy, parse_policy
 from respread.remedies.cost.release import Lifecycle
 from respread.runtime.cache import ClusterCache
 from respread.runtime.operator import App
-from respread.runtime.prompt import Prompter, PromptSettings
+from respread.runtime.prompt import Prompter, PromptSettings, ScanBudget
 from tests.support import builders as make
 from tests.support.manifests import manifest
 
@@ -148,11 +149,55 @@ def test_pokes_from_other_threads_reach_the_loop() -> None:
     assert asyncio.run(scenario()) == 1
 
 
-def test_the_gap_after_a_scan_keeps_prompted_scans_to_their_share() -> None:
-    settings = PromptSettings(quiet=1.0, duty=0.25)
-    assert settings.gap_after(4.0) == 12.0  # 4 s of scan in every 16 s
-    assert settings.gap_after(0.1) == 1.0  # never less than the quiet time
+# ---- the budget: a change after a quiet spell at once, a cluster that keeps changing at duty ---
+
+
+def budget_after(scans: list[tuple[float, float]], settings: PromptSettings) -> ScanBudget:
+    budget = ScanBudget()
+    for started, ended in scans:
+        budget = budget.after(started, ended, settings)
+    return budget
+
+
+# (case, settings, scans as (start, end), now, seconds to wait)
+BUDGETS = [
+    ("no scan yet", PromptSettings(), [], 0.0, 0.0),
+    ("one scan: a change right after it is scanned at once", PromptSettings(), [(0, 4)], 4, 0),
+    # 4 s scans at duty 0.25 owe 16 s each; a burst of 3 lets 2 be owed when the next starts
+    ("three scans in a row: the fourth waits", PromptSettings(), [(0, 4), (4, 8), (8, 12)], 12, 4),
+    ("... and after a quiet spell none waits", PromptSettings(), [(0, 4), (4, 8), (8, 12)], 40, 0),
+    ("a burst of 1 is a gap of 3 scans", PromptSettings(burst=1), [(0, 4)], 4, 12),
+    ("half the time: a gap of 1 scan", PromptSettings(burst=1, duty=0.5), [(0, 4)], 4, 4),
+    ("the time between scans is paid back", PromptSettings(burst=1), [(0, 4), (30, 34)], 34, 12),
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "scans", "now", "wait"), [c[1:] for c in BUDGETS], ids=[c[0] for c in BUDGETS]
+)
+def test_a_prompted_scan_waits_for_its_budget(
+    settings: PromptSettings, scans: list[tuple[float, float]], now: float, wait: float
+) -> None:
+    assert budget_after(scans, settings).wait(now, settings) == pytest.approx(wait)
+
+
+def test_scans_as_fast_as_the_budget_allows_take_duty_of_the_time() -> None:
+    """However long each scan takes, back-to-back prompted scans (each started the moment its
+    budget allows) take no more than `duty` of the time, plus the first burst."""
+    settings = PromptSettings(duty=0.25, burst=3)
+    budget, now, busy = ScanBudget(), 0.0, 0.0
+    for took in [4.0, 1.0, 7.5, 2.0, 0.3, 4.0] * 20:
+        now += budget.wait(now, settings)
+        budget = budget.after(now, now + took, settings)
+        now, busy = now + took, busy + took
+    burst = 3 * 7.5
+    assert busy <= settings.duty * now + burst
+    assert busy >= 0.9 * settings.duty * now  # and the budget is used, not wasted
+
+
+def test_prompting_can_be_turned_off() -> None:
     assert not PromptSettings(quiet=0).enabled
+    assert PromptSettings().enabled
 
 
 # ---- which policies a prompt scans ------------------------------------------------------------
@@ -198,11 +243,11 @@ def test_a_follower_is_not_prompted() -> None:
     assert app.rescanned == []
 
 
-def test_a_prompt_right_after_a_long_scan_waits_for_its_gap_then_scans() -> None:
+def test_a_prompt_beyond_the_burst_waits_for_its_budget_then_scans() -> None:
     async def scenario(app: Recorder) -> tuple[list[str], list[str]]:
         now = time.monotonic()
-        app.scan_runs["every"] = (now - 0.1, now)  # took 0.1 s: the gap is 0.3 s
-        app.prompts = PromptSettings(quiet=0.05, duty=0.25)
+        app.prompts = PromptSettings(quiet=0.05, duty=0.25, burst=1)
+        app.budgets["every"] = ScanBudget().after(now - 0.1, now, app.prompts)  # a 0.3 s gap
         app.prompted()
         at_once = list(app.rescanned)
         await asyncio.sleep(0.5)
@@ -212,6 +257,17 @@ def test_a_prompt_right_after_a_long_scan_waits_for_its_gap_then_scans() -> None
     at_once, later = asyncio.run(scenario(app))
     assert at_once == []
     assert later == ["every"]
+
+
+def test_a_prompt_after_one_scan_scans_at_once() -> None:
+    async def scenario(app: Recorder) -> list[str]:
+        now = time.monotonic()
+        app.budgets["every"] = ScanBudget().after(now - 5.0, now, app.prompts)
+        app.prompted()
+        return list(app.rescanned)
+
+    app = app_with(make_policy("every", {"interval": "5m"}))
+    assert asyncio.run(scenario(app)) == ["every"]
 
 
 def test_a_prompt_during_a_scan_waits_for_it_to_end() -> None:
