@@ -17,6 +17,10 @@ alone), so a remembered order is reused only when its inputs are the same as whe
 The namespace and the cluster-wide parts become small tokens once per scan, so a ReplicaSet's key
 is compared in time linear in its own pods. Orders not used in a scan are forgotten.
 
+An order recalled for the very same pod objects (not merely equal ones: who manages a pod's
+cost, which the recall does not read, is part of the order's report) also gives the last
+scan's assembled order (costs, state, message) again, with the same object.
+
 What the memo holds between scans is small beside the cluster: references to the objects the
 scan read (its pods, each group's pods by node), never copies of their fields, and each count
 table and domain space as two tuples of references (its domains, its counts). Unchanged
@@ -62,6 +66,16 @@ class _Entry:
 
 
 @dataclass(frozen=True, slots=True)
+class _Assembled:
+    """A ReplicaSet's order as a scan assembled it (costs, state, message) and its inputs."""
+
+    pods: tuple[Pod, ...]
+    remembered: Remembered
+    inputs: Hashable
+    made: object
+
+
+@dataclass(frozen=True, slots=True)
 class _NamespaceView:
     """What a namespace's orders read beyond their own pods: the cluster's token, and per
     member group its workload, profile, balanced constraints and tables' tokens (``groups``)
@@ -85,8 +99,10 @@ class CostMemo:
     """What one policy's scans remember; kept by the caller from one scan to the next."""
 
     __slots__ = (
+        "_assembled",
         "_last",
         "_namespaces",
+        "_next_assembled",
         "_next_namespaces",
         "_next_orders",
         "_next_tokens",
@@ -102,6 +118,10 @@ class CostMemo:
         self._next_orders: dict[tuple[str, str], _Entry] = {}
         self._next_tokens: dict[Hashable, int] = {}
         self._next_namespaces: dict[str, tuple[_NamespaceView, int]] = {}
+        # (namespace, ReplicaSet) -> the order made from a remembered order: its pods, the
+        # Remembered, the other inputs, the order
+        self._assembled: dict[tuple[str, str], _Assembled] = {}
+        self._next_assembled: dict[tuple[str, str], _Assembled] = {}
         self._serial = count()
         self._last: tuple[ref[Analysis], tuple[object, ...], object] | None = None
 
@@ -122,12 +142,47 @@ class CostMemo:
 
     def begin_scan(self) -> None:
         self._next_orders, self._next_tokens, self._next_namespaces = {}, {}, {}
+        self._next_assembled = {}
 
     def end_scan(self) -> None:
         """Forget what this scan did not use."""
         self._orders, self._next_orders = self._next_orders, {}
         self._tokens, self._next_tokens = self._next_tokens, {}
         self._namespaces, self._next_namespaces = self._next_namespaces, {}
+        self._assembled, self._next_assembled = self._next_assembled, {}
+
+    def assembled(
+        self,
+        key: tuple[str, str],
+        pods: Sequence[Pod],
+        remembered: Remembered,
+        inputs: Hashable,
+    ) -> object | None:
+        """What the last scan made of ``remembered`` for the very same pods (the same objects:
+        everything an order reads of a pod, its costs, tier and field managers, is unchanged)
+        and equal other ``inputs``; None otherwise. ``remembered`` is compared by identity: a
+        recalled order is the same object, one searched again is new."""
+        last = self._assembled.get(key)
+        if (
+            last is None
+            or last.remembered is not remembered
+            or last.inputs != inputs
+            or len(last.pods) != len(pods)
+            or not all(map(is_, last.pods, pods))
+        ):
+            return None
+        self._next_assembled[key] = last
+        return last.made
+
+    def keep_assembled(
+        self,
+        key: tuple[str, str],
+        pods: Sequence[Pod],
+        remembered: Remembered,
+        inputs: Hashable,
+        made: object,
+    ) -> None:
+        self._next_assembled[key] = _Assembled(tuple(pods), remembered, inputs, made)
 
     def recall(
         self, namespace: int, workload: WorkloadRef, replica_set: str, pods: Sequence[Pod]

@@ -652,6 +652,35 @@ def _assembled(
     )
 
 
+def _assembled_again(
+    memo: CostMemo | None,
+    workload: WorkloadRef,
+    key: tuple[str, str],
+    pods: Sequence[Pod],
+    found: Remembered,
+    *,
+    domains: _Domains,
+    settings: DeletionCostSettings,
+    owner: str | None,
+) -> ReplicaSetOrder:
+    """`_assembled`, or the order the last scan assembled from the same remembered order, pods
+    and other inputs. The nodes' labels it reads (the domains) are part of what a remembered
+    order is recalled by (memo.ScanKeys), so the same Remembered means the same labels."""
+    if memo is None:
+        return _assembled(
+            workload, key[1], pods, found, domains=domains, settings=settings, owner=owner
+        )
+    inputs = (workload, settings.take_over, owner)
+    made = memo.assembled(key, pods, found, inputs)
+    if isinstance(made, ReplicaSetOrder):
+        return made
+    order = _assembled(
+        workload, key[1], pods, found, domains=domains, settings=settings, owner=owner
+    )
+    memo.keep_assembled(key, pods, found, inputs, order)
+    return order
+
+
 def _message(
     safe: Sequence[bool],
     state: OrderState,
@@ -761,12 +790,12 @@ def _planned(
         memo.begin_scan()
         keys = ScanKeys(memo, analysis, context.members_by_namespace, context.balanced)
         found = [_remembered(context, keys, owners[key], pods, key[1]) for key, pods in in_order]
-        memo.end_scan()
     domains = _Domains(index.nodes)
     orders = tuple(
-        _assembled(
+        _assembled_again(
+            memo,
             owners[key],
-            key[1],
+            key,
             pods,
             f,
             domains=domains,
@@ -775,6 +804,8 @@ def _planned(
         )
         for (key, pods), f in zip(in_order, found, strict=True)
     )
+    if memo is not None:
+        memo.end_scan()
     orders, patches, deferred = _bounded_patches(orders, settings.max_patches_per_scan)
     return CostPlan(
         orders=orders,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import gc
 import weakref
+from dataclasses import replace
 
 from respread.analysis.groups import analyze
 from respread.core.model import ClusterState, OwnerRef
 from respread.inputs.policy import DEFAULT_POLICY, DeletionCostSettings
 from respread.remedies.cost.memo import CostMemo
-from respread.remedies.cost.order import plan_costs
+from respread.remedies.cost.order import OrderState, plan_costs
 from tests.support.builders import hard, pod, rollout, sel, state, with_cost, zone_node
 from tests.support.constants import ZONE
 
@@ -62,3 +63,33 @@ def test_the_memo_does_not_keep_the_analysis_alive() -> None:
     del analysis
     gc.collect()
     assert held() is None
+
+
+def test_a_pod_changed_where_the_recall_does_not_look_is_assembled_again() -> None:
+    """A pod replaced by one that differs only in who manages its cost (the order recalled,
+    the pods equal as the search reads them) is assembled again: reported as a conflict."""
+    memo = CostMemo()
+    first = plan_costs(analyze(cluster(), DEFAULT_POLICY), SETTINGS, memo)
+    same_pods = cluster()
+    state_again = analyze(same_pods, DEFAULT_POLICY)
+    again = plan_costs(state_again, SETTINGS, memo)
+    assert again is not first  # another analysis: planned again, equal
+    assert again.orders == first.orders
+    pods = list(same_pods.pods)
+    pods[0] = with_cost(pods[0], 1, managers=("kubectl",))
+    foreign = replace(same_pods, pods=tuple(pods))
+    changed = plan_costs(analyze(foreign, DEFAULT_POLICY), SETTINGS, memo)
+    assert changed == plan_costs(analyze(foreign, DEFAULT_POLICY), SETTINGS)
+    assert [o.state for o in changed.orders] == [OrderState.CONFLICT]
+
+
+def test_the_same_pods_scanned_again_reuse_their_assembled_order() -> None:
+    memo = CostMemo()
+    state_ = cluster()
+    first = plan_costs(analyze(state_, DEFAULT_POLICY), SETTINGS, memo)
+    again = plan_costs(analyze(state_, DEFAULT_POLICY), SETTINGS, memo)
+    assert again.orders[0] is first.orders[0]
+    other = DeletionCostSettings(enabled=True, take_over=True)
+    taken = plan_costs(analyze(state_, DEFAULT_POLICY), other, memo)
+    assert taken.orders[0] is not first.orders[0]  # other settings: assembled again
+    assert taken == plan_costs(analyze(state_, DEFAULT_POLICY), other)
