@@ -17,7 +17,8 @@ from respread.analysis.groups import WorkloadRef
 from respread.inputs.policy import RebalancePolicy
 from respread.remedies.cost.order import ORDERED_KINDS, CostPlan
 from respread.remedies.evict.planner import Outcome, Plan, StepState, Verdict
-from respread.remedies.surge.plan import SurgeReport
+from respread.remedies.surge.advance import InFlight
+from respread.remedies.surge.plan import SurgePlan, SurgeReport
 
 EVICTION_OFF: Final = "spec.remediation.evict is false"
 # Whether eviction applies to a violation of each verdict, and why (one verdict: the plan's).
@@ -127,18 +128,16 @@ def surge_verdict(
 def _surge_of(surge: SurgeReport, workload: WorkloadRef) -> tuple[bool, str] | None:
     """What the surge report says of the workload: a surge in flight or planned (applicable),
     or why none is (a skip); None when it says nothing of it."""
-    for f in surge.in_flight:
-        if f.workload == workload:
-            op = f.operation
-            return True, (
-                f"a surge is in flight ({op.phase.value}, {op.original} -> {op.target} replicas)"
-            )
-    for p in surge.plans:
-        if p.workload == workload:
-            return True, f"scaling {p.original} -> {p.original + p.surge} and back fixes it"
-    for sk in surge.skips:
-        if sk.workload == workload:
-            return False, sk.reason
+    found = surge.said.get(workload)
+    if isinstance(found, InFlight):
+        op = found.operation
+        return True, (
+            f"a surge is in flight ({op.phase.value}, {op.original} -> {op.target} replicas)"
+        )
+    if isinstance(found, SurgePlan):
+        return True, f"scaling {found.original} -> {found.original + found.surge} and back fixes it"
+    if found is not None:
+        return False, found.reason
     return None
 
 

@@ -79,6 +79,22 @@ class SurgeReport:
     skips: tuple[SurgeSkip, ...] = ()
     in_flight: tuple[InFlight, ...] = ()
     notes: Mapping[WorkloadRef, str] = field(default_factory=dict)  # per workload: why/what
+    # per workload, the first of its operations in flight, else plans, else skips (what the
+    # report says of it; looked up once per violation)
+    said: Mapping[WorkloadRef, InFlight | SurgePlan | SurgeSkip] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        said: dict[WorkloadRef, InFlight | SurgePlan | SurgeSkip] = {}
+        entries: list[InFlight | SurgePlan | SurgeSkip] = [
+            *self.in_flight,
+            *self.plans,
+            *self.skips,
+        ]
+        for entry in entries:
+            said.setdefault(entry.workload, entry)
+        object.__setattr__(self, "said", said)
 
     @property
     def busy(self) -> frozenset[WorkloadRef]:

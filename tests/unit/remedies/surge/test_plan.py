@@ -42,7 +42,7 @@ from respread.remedies.cost.order import plan_costs
 from respread.remedies.evict.planner import plan
 from respread.remedies.surge.advance import ActionKind, next_operation, operations
 from respread.remedies.surge.operation import Operation, Phase
-from respread.remedies.surge.plan import plan_surges
+from respread.remedies.surge.plan import SurgeReport, SurgeSkip, plan_surges
 from respread.remedies.surge.victims import VICTIM_COST
 from respread.report.build import build_report
 from respread.report.contract import report_json
@@ -614,3 +614,14 @@ def test_no_action_removes_more_than_the_surge_added(ready: int, pending: int, l
     if action.kind in (ActionKind.MARK_AND_SCALE_BACK, ActionKind.ROLLBACK):
         assert len(action.victims) == 2
         assert len({v.pod.uid for v in action.victims}) == 2
+
+
+def test_what_a_surge_report_says_of_a_workload_is_its_first_entry_kept_through_replace() -> None:
+    web, api = WorkloadRef("ns1", "Deployment", "web"), WorkloadRef("ns1", "Deployment", "api")
+    report = SurgeReport(True, skips=(SurgeSkip(web, "first"), SurgeSkip(web, "second")))
+    assert {w: s.reason for w, s in report.said.items() if isinstance(s, SurgeSkip)} == {
+        web: "first"
+    }
+    other = replace(report, skips=(SurgeSkip(api, "api's"),))
+    assert set(other.said) == {api}
+    assert report == SurgeReport(True, skips=report.skips)  # compared by what it holds
