@@ -773,7 +773,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         default=os.environ.get("RESPREAD_SCAN_ON_CHANGE", "1s"),
         help="scan a policy on an interval once the cluster's changes have been quiet this "
-        "long (at most 5s after the first; prompted scans take at most a quarter of the time); "
+        "long (at most 5s after the first; at once after a quiet spell, and at most a quarter "
+        "of the time on a cluster that never stops changing); "
         "0 turns it off: scans come at the interval only (default: $RESPREAD_SCAN_ON_CHANGE, "
         "else 1s)",
     )
