@@ -134,7 +134,8 @@ class App:
     readiness: Any = None  # the readiness server's runner, when serving
     prompts: PromptSettings = field(default_factory=PromptSettings)
     prompter: Prompter | None = None
-    budgets: dict[str, ScanBudget] = field(default_factory=dict)  # scan time, by policy
+    budgets: dict[str, ScanBudget] = field(default_factory=dict)  # prompted scans' time
+    prompting: set[str] = field(default_factory=set)  # a prompted scan is due
     waiting: set[str] = field(default_factory=set)  # prompted, not scanned since
     recheck: asyncio.TimerHandle | None = None
 
@@ -228,6 +229,8 @@ class App:
         if task is not None:
             self.running.add(task)
         self.waiting.discard(name)  # this scan sees every change so far
+        prompted = name in self.prompting  # only prompted scans are paid from the budget
+        self.prompting.discard(name)
         started = None  # once the listing is in: waiting for it is no scan's cost
         try:
             await self.warm()
@@ -236,7 +239,7 @@ class App:
         except asyncio.CancelledError:  # shutdown, or this replica stopped leading
             log.info("scan of RebalancePolicy %s stopped before it ended", name)
         finally:
-            if started is not None:
+            if prompted and started is not None:
                 budget = self.budgets.get(name, ScanBudget())
                 self.budgets[name] = budget.after(started, time.monotonic(), self.prompts)
             if name in self.waiting:
@@ -294,6 +297,7 @@ class App:
             if left > 0:
                 later.append(left)
                 continue
+            self.prompting.add(name)
             self.rescan(name)
         if later:
             self.recheck_in(min(later))
@@ -380,6 +384,7 @@ class App:
         self.statuses.pop(name, None)
         self.lifecycles.pop(name, None)
         self.budgets.pop(name, None)
+        self.prompting.discard(name)
         metrics.forget_policy(name)
         if self.scheduler is not None and self.scheduler.get_job(name) is not None:
             self.scheduler.remove_job(name)

@@ -6,9 +6,9 @@ changes what respread keeps of the cluster. A burst of changes is one prompt: it
 change has come for `quiet` seconds, or `longest` seconds after the burst began, whichever is
 first. The operator then scans the policies that run on an interval (a cron schedule means
 "only then", so it is never prompted), each as soon as its `ScanBudget` allows: after a quiet
-spell a change is scanned at once (and up to `burst` changes in a row), while a cluster that
-never stops changing has scans take at most `duty` of the time, a bounded share of a CPU; the
-interval stays the upper bound.
+spell a change is scanned at once (and up to `burst` changes in a row), while on a cluster
+that never stops changing prompted scans take at most `duty` of the time, a bounded share of
+a CPU beside the interval's own scans; the interval stays the upper bound.
 """
 
 from __future__ import annotations
@@ -35,12 +35,14 @@ class PromptSettings:
 
 @dataclass(frozen=True, slots=True)
 class ScanBudget:
-    """A policy's share of scan time, as a token bucket kept as the time it is full again.
+    """A policy's prompted scans' share of the time, as a token bucket kept as the time it is
+    full again.
 
-    Each scan (prompted or not) costs `took / duty` seconds of the bucket, its own duration
-    included, so scans one after another as fast as the budget lets them take `duty` of the
-    time. A prompted scan may start while what is owed is no more than `burst - 1` scans like
-    the last: a change after a quiet spell is scanned at once, not after a gap."""
+    Each prompted scan costs `took / duty` seconds of the bucket, its own duration included,
+    so prompted scans one after another as fast as the budget lets them take `duty` of the
+    time; the scans at the interval are the policy's own choice and are not paid from it. A
+    prompted scan may start while what is owed is no more than `burst - 1` scans like the
+    last: a change after a quiet spell is scanned at once, not after a gap."""
 
     full_at: float = 0.0  # monotonic
     last_took: float = 0.0

@@ -285,3 +285,30 @@ def test_a_prompt_during_a_scan_waits_for_it_to_end() -> None:
 async def _prompt(app: App) -> None:
     app.prompted()
     await asyncio.sleep(0)
+
+
+def test_only_prompted_scans_are_paid_from_the_budget() -> None:
+    """A prompt marks the scan it starts; that scan's time (not the wait for the listing) is
+    paid from the budget. A scan at the interval (or a first, cold one) is not."""
+
+    async def scenario(app: Recorder) -> tuple[ScanBudget, ScanBudget]:
+        async def listed() -> None:
+            await asyncio.sleep(0.2)  # the listing: no scan's cost
+
+        async def scanned(name: str) -> None:
+            await asyncio.sleep(0.05)
+
+        app.warm = listed  # type: ignore[method-assign]
+        app._scan = scanned  # type: ignore[method-assign]
+        app.prompted(["every"])  # marks it and asks for the scan
+        await app.scan("every")
+        paid = app.budgets["every"]
+        await app.scan("every")  # the next one, at the interval
+        return paid, app.budgets["every"]
+
+    app = app_with(make_policy("every", {"interval": "5m"}))
+    paid, after = asyncio.run(scenario(app))
+    assert app.rescanned == ["every"]
+    assert 0.04 <= paid.last_took < 0.19  # the prompted scan alone, without the listing
+    assert after is paid  # the interval's scan paid nothing
+    assert app.prompting == set()
