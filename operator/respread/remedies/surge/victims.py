@@ -1,10 +1,14 @@
 """Which k pods a surge's scale-back removes: its victims, the lowest pod-deletion-cost first.
 
 Pending and unassigned pods go first (the ReplicaSet controller takes them first anyway); then,
-one at a time, the pod whose removal leaves the fewest misplaced pods (``_greedy``). When that
-set would make another workload's group worse (surge/others.py), the sets harming none are
-searched by node class (``_search``). Each candidate set is tried on the working counts
-(surge/workload.py) and undone. Pure.
+one at a time, the pod whose removal leaves the fewest misplaced pods (``_greedy``). One pod at
+a time is not always the best set: misplaced pods fall in steps (a domain's pods are all placed
+once it is within maxSkew of the minimum), so two removals from a domain that reach such a step
+may beat two from the most crowded one, each as good alone. Unless the greedy set is the best
+already (it leaves no misplaced pod, or it is one pod), or it would make another workload's
+group worse (surge/others.py), the sets harming none are searched by node class (``_search``,
+at most SEARCH_LIMIT). Each candidate set is tried on the working counts (surge/workload.py)
+and undone. Pure.
 """
 
 from __future__ import annotations
@@ -112,7 +116,9 @@ def _count_vectors(caps: Sequence[int], k: int, limit: int) -> list[tuple[int, .
     return out
 
 
-def _classes(sim: SurgedWorkload, pool: Sequence[Pod], judge: OthersJudge) -> list[list[Pod]]:
+def _classes(
+    sim: SurgedWorkload, pool: Sequence[Pod], judge: OthersJudge | None
+) -> list[list[Pod]]:
     """The pool by node class (pods equivalent for every table involved), each class in victim
     order: not Ready first, the node with most of the workload's pods, the youngest."""
     classes: dict[tuple[object, ...], list[Pod]] = {}
@@ -136,7 +142,11 @@ def _classes(sim: SurgedWorkload, pool: Sequence[Pod], judge: OthersJudge) -> li
 
 
 def _search(
-    sim: SurgedWorkload, pool: Sequence[Pod], fixed: tuple[Victim, ...], k: int, judge: OthersJudge
+    sim: SurgedWorkload,
+    pool: Sequence[Pod],
+    fixed: tuple[Victim, ...],
+    k: int,
+    judge: OthersJudge | None,
 ) -> tuple[tuple[int, int], tuple[Victim, ...]] | None:
     """The victim set harming no other group with the fewest Ready pods, then the fewest
     misplaced, then from the most crowded domains: ((Ready, misplaced), victims). Pods are
@@ -151,7 +161,7 @@ def _search(
     for vector in vectors:
         pods = tuple(p for n, cls in zip(vector, ranked, strict=True) for p in cls[:n])
         nodes = [p.node_name or "" for p in pods]
-        if judge.harm([*_removed(fixed), *nodes]) is not None:
+        if _harm(judge, [*_removed(fixed), *nodes]) is not None:
             continue
         crowding = sum(sim.crowding(n) for n in nodes)
         mark = sim.mark()
@@ -171,6 +181,12 @@ def _search(
     return best[0][:2], tuple(victims)
 
 
+def _harm(judge: OthersJudge | None, removed: Iterable[str]) -> str | None:
+    if judge is None or not judge.groups:
+        return None
+    return judge.harm(removed)
+
+
 def choose_victims(
     sim: SurgedWorkload,
     candidates: Sequence[Pod],
@@ -180,28 +196,27 @@ def choose_victims(
 ) -> VictimChoice:
     """The k pods to remove, and whether removing them makes another workload's group worse.
 
-    Pending and unassigned pods go first; then the greedy set (``_greedy``). When that set
-    would make a group of ``judge`` worse, the sets harming none are searched: one with as
-    few Ready pods and misplaced pods as the greedy set is chosen instead. Otherwise the greedy
-    set is returned with the harm, and the best harmless set found. ``sim`` is left with the
-    chosen pods taken out."""
+    Pending and unassigned pods go first; then the greedy set (``_greedy``). Unless it is the
+    best set already (no misplaced pod left, or one pod chosen), the sets harming no group of
+    ``judge`` are searched: one with fewer Ready pods or misplaced pods than the greedy set is
+    chosen instead, and, when the greedy set would make a group worse, one with as few. Else
+    the greedy set is returned, with the harm if any, and the best harmless set found. ``sim``
+    is left with the chosen pods taken out."""
     mark = sim.mark()
     chosen = _greedy(sim, candidates, k, pending)
-    if judge is None or not judge.groups:
-        return VictimChoice(chosen)
-    harm = judge.harm(_removed(chosen))
-    if harm is None:
-        return VictimChoice(chosen)
+    harm = _harm(judge, _removed(chosen))
     score = (sum(tier(v.pod) is Tier.READY for v in chosen), sim.misplaced())
     fixed = chosen[: min(len(pending), k)]
+    if harm is None and (score[1] == 0 or len(chosen) - len(fixed) < 2):
+        return VictimChoice(chosen)  # the fewest Ready pods (not Ready first) and misplaced
     sim.undo(mark)  # the greedy set back in: the pending pods were never in
     taken = {(v.pod.namespace, v.pod.name) for v in fixed}
     pool = [p for p in candidates if p.node_name is not None and (p.namespace, p.name) not in taken]
     found = _search(sim, pool, fixed, k, judge)
-    better = found is not None and found[0] <= score
+    better = found is not None and (found[0] < score or (harm is not None and found[0] == score))
     out = found[1] if found is not None and better else chosen
     for v in out[len(fixed) :]:
         sim.remove(v.pod)
-    if better:
+    if better or harm is None:
         return VictimChoice(out)
     return VictimChoice(chosen, harm, found[1] if found is not None else None)

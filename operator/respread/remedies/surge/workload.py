@@ -71,10 +71,11 @@ class SurgedWorkload:
         constraints."""
         return self._crowding(node)
 
-    def node_class(self, node: str, judge: OthersJudge) -> tuple[object, ...]:
+    def node_class(self, node: str, judge: OthersJudge | None) -> tuple[object, ...]:
         """What removing a pod from ``node`` changes: its domain in each of the workload's
         tables and in each other group's judged (nodes of one class are interchangeable)."""
-        tables = [*self._distinct, *(b.table for b in judge.groups)]
+        judged = judge.groups if judge is not None else ()
+        tables = [*self._distinct, *(b.table for b in judged)]
         return (self.domains(node), *(t.space.node_domain.get(node) for t in tables))
 
     def domains(self, node: str) -> Domains:

@@ -136,6 +136,9 @@ NODES = ["a1", "a2", "b", "c"]
 
 @settings(max_examples=15, deadline=None)
 @example(web=UNEVEN[:6], watch=["c", "c"], racks=SPLIT_RACKS)  # the greedy pair harms
+# b 5, c 3, zone a empty: one pod at a time takes two from b (6 misplaced), each removal as
+# good alone as one from c; two from c leave c at 1, placed, and only b's 5 misplaced
+@example(web=["b", "b", "b", "b", "c", "c"], watch=[], racks=SPLIT_RACKS)
 @given(
     web=st.lists(st.sampled_from(NODES), min_size=6, max_size=6),
     watch=st.lists(st.sampled_from(NODES), max_size=5),
