@@ -184,7 +184,7 @@ def _scale_back(
     if choice.harm is None:
         return Action(
             ActionKind.MARK_AND_SCALE_BACK,
-            f"all {op.target} replicas Ready; removing {k} from the crowded domains",
+            f"all {op.target} replicas Ready; removing the {k} that fix the skew best",
             choice.victims,
         )
     return Action(
